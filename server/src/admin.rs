@@ -1,0 +1,272 @@
+//! `shipment-server admin …` and the demo's fixtures: accounts and keys
+//! made without SQL, each printing one JSON object with `--json`.
+
+use clap::{Args, Subcommand};
+use rust_decimal::Decimal;
+use serde_json::{Value, json};
+
+use crate::domain::fee::to_minor_units;
+use crate::domain::keys::Environment;
+use crate::store::{Store, StoreError};
+
+/// The administrative subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a merchant account (its dashboard sign-in).
+    CreateMerchant {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Sign-in e-mail, unique.
+        #[arg(long)]
+        email: String,
+        /// Sign-in password (at least 8 characters).
+        #[arg(long, env = "SHIPMENT_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+    },
+    /// Create an API key for a merchant; the key is printed once.
+    CreateApiKey {
+        /// The merchant.
+        #[arg(long)]
+        merchant_id: i64,
+        /// A name to tell keys apart.
+        #[arg(long, default_value = "default")]
+        name: String,
+    },
+    /// Create a courier company with its prices.
+    CreateCourier {
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Fixed part of the fee.
+        #[arg(long, default_value = "5.00")]
+        base_fee: Decimal,
+        /// Fee per kilogram.
+        #[arg(long, default_value = "1.00")]
+        per_kg: Decimal,
+        /// Fee per kilometre.
+        #[arg(long, default_value = "0.10")]
+        per_km: Decimal,
+    },
+    /// Link a courier company to a merchant.
+    LinkCourier {
+        /// The merchant.
+        #[arg(long)]
+        merchant_id: i64,
+        /// The courier company.
+        #[arg(long)]
+        courier_id: i64,
+    },
+    /// Create a key for a courier company; the key is printed once.
+    CreateCourierKey {
+        /// The courier company.
+        #[arg(long)]
+        courier_id: i64,
+    },
+    /// Add a driver to a courier company.
+    CreateDriver {
+        /// The courier company.
+        #[arg(long)]
+        courier_id: i64,
+        /// Display name.
+        #[arg(long)]
+        name: String,
+    },
+}
+
+/// Output switches shared by the admin commands.
+#[derive(Debug, Clone, Args)]
+pub struct Output {
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A failed admin command, worded for the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// The database refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Hashes a password with argon2id (off the async threads: it is slow on
+/// purpose).
+pub async fn hash_password(password: String) -> Result<String, AdminError> {
+    use argon2::{PasswordHash, PasswordHasher};
+    tokio::task::spawn_blocking(move || {
+        PasswordHasher::<PasswordHash>::hash_password(
+            &argon2::Argon2::default(),
+            password.as_bytes(),
+        )
+        .map(|h| h.to_string())
+        .map_err(|e| AdminError::Invalid(format!("cannot hash the password: {e}")))
+    })
+    .await
+    .map_err(|e| AdminError::Invalid(format!("password hashing failed: {e}")))?
+}
+
+fn money(name: &str, amount: Decimal) -> Result<i64, AdminError> {
+    if amount.is_sign_negative() {
+        return Err(AdminError::Invalid(format!(
+            "--{name} must not be negative"
+        )));
+    }
+    to_minor_units(amount).ok_or_else(|| {
+        AdminError::Invalid(format!("--{name} must have at most two decimal places"))
+    })
+}
+
+impl AdminCommand {
+    /// Runs the command and returns what it prints as JSON.
+    pub async fn run(self, store: &Store, env: Environment) -> Result<Value, AdminError> {
+        match self {
+            AdminCommand::CreateMerchant {
+                name,
+                email,
+                password,
+            } => {
+                if password.chars().count() < 8 {
+                    return Err(AdminError::Invalid(
+                        "--password must be at least 8 characters".into(),
+                    ));
+                }
+                if !email.contains('@') {
+                    return Err(AdminError::Invalid(
+                        "--email must be an e-mail address".into(),
+                    ));
+                }
+                let hash = hash_password(password).await?;
+                let id =
+                    store
+                        .create_merchant(&name, &email, &hash)
+                        .await
+                        .map_err(|e| match e {
+                            StoreError::Conflict(_) => AdminError::Invalid(format!(
+                                "a merchant with e-mail {email} exists"
+                            )),
+                            e => e.into(),
+                        })?;
+                Ok(json!({ "merchant_id": id }))
+            }
+            AdminCommand::CreateApiKey { merchant_id, name } => {
+                if !store.merchant_exists(merchant_id).await? {
+                    return Err(AdminError::Invalid(format!(
+                        "no merchant has id {merchant_id}"
+                    )));
+                }
+                let key = store.create_api_key(merchant_id, &name, env).await?;
+                Ok(json!({ "id": key.id, "key": key.key.expose() }))
+            }
+            AdminCommand::CreateCourier {
+                name,
+                base_fee,
+                per_kg,
+                per_km,
+            } => {
+                let id = store
+                    .create_courier(
+                        &name,
+                        money("base-fee", base_fee)?,
+                        money("per-kg", per_kg)?,
+                        money("per-km", per_km)?,
+                    )
+                    .await?;
+                Ok(json!({ "courier_company_id": id }))
+            }
+            AdminCommand::LinkCourier {
+                merchant_id,
+                courier_id,
+            } => {
+                if !store.merchant_exists(merchant_id).await? {
+                    return Err(AdminError::Invalid(format!(
+                        "no merchant has id {merchant_id}"
+                    )));
+                }
+                if !store.courier_exists(courier_id).await? {
+                    return Err(AdminError::Invalid(format!(
+                        "no courier company has id {courier_id}"
+                    )));
+                }
+                store.link_courier(merchant_id, courier_id).await?;
+                Ok(
+                    json!({ "merchant_id": merchant_id, "courier_company_id": courier_id, "linked": true }),
+                )
+            }
+            AdminCommand::CreateCourierKey { courier_id } => {
+                if !store.courier_exists(courier_id).await? {
+                    return Err(AdminError::Invalid(format!(
+                        "no courier company has id {courier_id}"
+                    )));
+                }
+                let key = store.create_courier_key(courier_id, env).await?;
+                Ok(json!({ "id": key.id, "key": key.key.expose() }))
+            }
+            AdminCommand::CreateDriver { courier_id, name } => {
+                if !store.courier_exists(courier_id).await? {
+                    return Err(AdminError::Invalid(format!(
+                        "no courier company has id {courier_id}"
+                    )));
+                }
+                let driver = store.create_driver(courier_id, &name).await?;
+                Ok(json!({ "driver_id": driver.id }))
+            }
+        }
+    }
+}
+
+/// What the demo made: everything a person needs to try the API.
+#[derive(Debug)]
+pub struct DemoAccount {
+    /// The demo merchant.
+    pub merchant_id: i64,
+    /// Its sign-in.
+    pub email: String,
+    /// Its password.
+    pub password: String,
+    /// A merchant API key.
+    pub api_key: String,
+    /// The first courier company.
+    pub courier_id: i64,
+    /// A key of that courier company.
+    pub courier_key: String,
+    /// One of its drivers.
+    pub driver_id: i64,
+}
+
+/// Seeds a demo merchant with a key and two linked couriers with drivers.
+/// Run again on the same database, it makes a fresh merchant so it never
+/// fails on what an earlier run left.
+pub async fn seed_demo(store: &Store, env: Environment) -> Result<DemoAccount, AdminError> {
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..6];
+    let email = format!("demo-{suffix}@example.com");
+    let password = format!("demo-{suffix}-password");
+    let hash = hash_password(password.clone()).await?;
+    let merchant_id = store.create_merchant("Demo Shop", &email, &hash).await?;
+    let api_key = store.create_api_key(merchant_id, "demo", env).await?;
+    let swift = store.create_courier("Swift Couriers", 500, 150, 10).await?;
+    let steady = store.create_courier("Steady Freight", 300, 200, 5).await?;
+    let mut driver_id = 0;
+    for (courier, drivers) in [(swift, ["Ada", "Grace"]), (steady, ["Linus", "Barbara"])] {
+        store.link_courier(merchant_id, courier).await?;
+        for name in drivers {
+            let d = store.create_driver(courier, name).await?;
+            if courier == swift && driver_id == 0 {
+                driver_id = d.id;
+            }
+        }
+    }
+    let courier_key = store.create_courier_key(swift, env).await?;
+    Ok(DemoAccount {
+        merchant_id,
+        email,
+        password,
+        api_key: api_key.key.expose().to_owned(),
+        courier_id: swift,
+        courier_key: courier_key.key.expose().to_owned(),
+        driver_id,
+    })
+}

@@ -1,0 +1,193 @@
+//! API keys and courier keys: format, generation and the digest kept at rest.
+
+use std::fmt;
+
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/// Random characters after the prefix (32 × log2(62) ≈ 190 bits).
+pub const SECRET_LEN: usize = 32;
+
+/// Which deployment a server is, and so which keys it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    /// Keys `sk_test_…` / `ck_test_…`.
+    Staging,
+    /// Keys `sk_live_…` / `ck_live_…`.
+    Production,
+}
+
+impl Environment {
+    fn tag(self) -> &'static str {
+        match self {
+            Environment::Staging => "test",
+            Environment::Production => "live",
+        }
+    }
+}
+
+impl std::str::FromStr for Environment {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "staging" => Ok(Environment::Staging),
+            "production" => Ok(Environment::Production),
+            other => Err(format!(
+                "unknown environment {other:?}: use staging or production"
+            )),
+        }
+    }
+}
+
+/// Who a key belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A merchant's API key, `sk_`.
+    Merchant,
+    /// A courier company's key, `ck_`.
+    Courier,
+}
+
+impl KeyKind {
+    fn letter(self) -> &'static str {
+        match self {
+            KeyKind::Merchant => "sk",
+            KeyKind::Courier => "ck",
+        }
+    }
+
+    /// The prefix of this kind of key in `env`, e.g. `sk_test_`.
+    pub fn prefix(self, env: Environment) -> String {
+        format!("{}_{}_", self.letter(), env.tag())
+    }
+}
+
+/// A secret string shown once. `Debug` and `Display` never print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
+    /// The secret itself; call only where it is meant to be shown or used.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// `prefix` followed by [`SECRET_LEN`] random base62 characters.
+pub fn random_token(prefix: &str) -> Secret {
+    let mut rng = rand::rng();
+    let mut s = String::with_capacity(prefix.len() + SECRET_LEN);
+    s.push_str(prefix);
+    s.extend((0..SECRET_LEN).map(|_| BASE62[rng.random_range(0..62)] as char));
+    Secret(s)
+}
+
+/// A new key of `kind` for `env`.
+pub fn generate(kind: KeyKind, env: Environment) -> Secret {
+    random_token(&kind.prefix(env))
+}
+
+/// What a presented key string claims to be, if it is well formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    /// Merchant or courier.
+    pub kind: KeyKind,
+    /// The environment named by its prefix.
+    pub environment: Environment,
+}
+
+/// Checks the shape of a key string: `sk_`/`ck_`, `test_`/`live_`, 32 base62.
+pub fn shape(key: &str) -> Option<KeyShape> {
+    let (kind, rest) = if let Some(rest) = key.strip_prefix("sk_") {
+        (KeyKind::Merchant, rest)
+    } else {
+        (KeyKind::Courier, key.strip_prefix("ck_")?)
+    };
+    let (environment, secret) = if let Some(s) = rest.strip_prefix("test_") {
+        (Environment::Staging, s)
+    } else {
+        (Environment::Production, rest.strip_prefix("live_")?)
+    };
+    let ok = secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric());
+    ok.then_some(KeyShape { kind, environment })
+}
+
+/// Hex SHA-256 of a high-entropy secret: what is stored instead of it.
+pub fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// The last four characters, shown so a person can tell keys apart.
+pub fn last4(secret: &str) -> String {
+    secret[secret.len().saturating_sub(4)..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_have_the_documented_shape() {
+        let key = generate(KeyKind::Merchant, Environment::Staging);
+        assert!(key.expose().starts_with("sk_test_"));
+        assert_eq!(key.expose().len(), 8 + 32);
+        assert_eq!(
+            shape(key.expose()),
+            Some(KeyShape {
+                kind: KeyKind::Merchant,
+                environment: Environment::Staging
+            })
+        );
+        let courier = generate(KeyKind::Courier, Environment::Production);
+        assert!(courier.expose().starts_with("ck_live_"));
+        assert_eq!(shape(courier.expose()).unwrap().kind, KeyKind::Courier);
+    }
+
+    #[test]
+    fn malformed_keys_have_no_shape() {
+        let body = "a".repeat(32);
+        for key in [
+            String::new(),
+            format!("sk_prod_{body}"),
+            format!("pk_test_{body}"),
+            format!("sk_test_{}", "a".repeat(31)),
+            format!("sk_test_{}!", "a".repeat(31)),
+            format!("sk_test_{body} "),
+        ] {
+            assert_eq!(shape(&key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_debug_and_display() {
+        let key = generate(KeyKind::Merchant, Environment::Staging);
+        assert_eq!(format!("{key:?} {key}"), "[redacted] [redacted]");
+    }
+
+    #[test]
+    fn digest_is_hex_sha256() {
+        assert_eq!(
+            digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Create-shipment input: parsed into a [`NewShipment`] that is valid by
+//! construction, with every limit named here and documented in the README.
+
+use rust_decimal::Decimal;
+use shipment_sdk::model::CreateShipment;
+
+use super::FieldError;
+
+/// Longest `description`, in characters.
+pub const MAX_DESCRIPTION: usize = 2000;
+/// Longest `dimensions` and item label, in characters.
+pub const MAX_SHORT_TEXT: usize = 200;
+/// Longest address, in characters.
+pub const MAX_ADDRESS: usize = 500;
+/// Most items on one shipment.
+pub const MAX_ITEMS: usize = 100;
+/// Longest webhook URL, in bytes.
+pub const MAX_URL: usize = 2048;
+/// Heaviest shipment, in kilograms.
+pub const MAX_WEIGHT_KG: i64 = 100_000;
+
+/// A create request that passed every check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewShipment {
+    /// Courier company (its link to the merchant is checked by the store).
+    pub courier_company_id: i64,
+    /// Free text.
+    pub description: Option<String>,
+    /// Greater than zero.
+    pub weight_kg: Option<Decimal>,
+    /// Free text.
+    pub dimensions: Option<String>,
+    /// Item labels.
+    pub items: Vec<String>,
+    /// Pickup location.
+    pub start_address: Option<String>,
+    /// Delivery location.
+    pub end_address: Option<String>,
+    /// An absolute HTTPS URL.
+    pub webhook_url: Option<String>,
+}
+
+impl NewShipment {
+    /// Checks every field of `req`.
+    pub fn parse(req: CreateShipment) -> Result<NewShipment, FieldError> {
+        if req.courier_company_id <= 0 {
+            return Err(FieldError::invalid(
+                "courier_company_id",
+                "`courier_company_id` must be a positive integer",
+            ));
+        }
+        if let Some(w) = req.weight_kg
+            && (w <= Decimal::ZERO || w > Decimal::from(MAX_WEIGHT_KG))
+        {
+            return Err(FieldError::invalid(
+                "weight_kg",
+                format!("`weight_kg` must be greater than 0 and at most {MAX_WEIGHT_KG}"),
+            ));
+        }
+        let description = text("description", req.description, MAX_DESCRIPTION)?;
+        let dimensions = text("dimensions", req.dimensions, MAX_SHORT_TEXT)?;
+        let start_address = text("start_address", req.start_address, MAX_ADDRESS)?;
+        let end_address = text("end_address", req.end_address, MAX_ADDRESS)?;
+        let items = req.items.unwrap_or_default();
+        if items.len() > MAX_ITEMS {
+            return Err(FieldError::invalid(
+                "items",
+                format!("at most {MAX_ITEMS} items per shipment"),
+            ));
+        }
+        for item in &items {
+            if item.trim().is_empty() || item.chars().count() > MAX_SHORT_TEXT {
+                return Err(FieldError::invalid(
+                    "items",
+                    format!("each item must be 1 to {MAX_SHORT_TEXT} characters"),
+                ));
+            }
+        }
+        let webhook_url = req
+            .webhook_url
+            .map(|u| https_url("webhook_url", &u))
+            .transpose()?;
+        Ok(NewShipment {
+            courier_company_id: req.courier_company_id,
+            description,
+            weight_kg: req.weight_kg.map(|w| w.normalize()),
+            dimensions,
+            items,
+            start_address,
+            end_address,
+            webhook_url,
+        })
+    }
+}
+
+fn text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>, FieldError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(FieldError::invalid(
+            field,
+            format!("`{field}` must be at most {max} characters"),
+        )),
+        Some(v) if v.contains('\0') => Err(FieldError::invalid(
+            field,
+            format!("`{field}` must not contain NUL characters"),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// An absolute `https://` URL with a host, at most [`MAX_URL`] bytes;
+/// returned in its normalised form.
+pub fn https_url(field: &str, raw: &str) -> Result<String, FieldError> {
+    if raw.len() > MAX_URL {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must be at most {MAX_URL} bytes"),
+        ));
+    }
+    let url = url::Url::parse(raw)
+        .map_err(|e| FieldError::invalid(field, format!("`{field}` is not a valid URL: {e}")))?;
+    if url.scheme() != "https" {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must be an HTTPS URL"),
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must name a host"),
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must not carry credentials"),
+        ));
+    }
+    Ok(url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> CreateShipment {
+        CreateShipment::new(7)
+    }
+
+    #[test]
+    fn a_minimal_request_is_valid() {
+        let s = NewShipment::parse(req()).unwrap();
+        assert_eq!(s.courier_company_id, 7);
+        assert!(s.items.is_empty());
+    }
+
+    #[test]
+    fn weight_must_be_positive_and_bounded() {
+        for bad in ["0", "-1", "100000.001"] {
+            let err = NewShipment::parse(req().weight_kg(bad.parse().unwrap())).unwrap_err();
+            assert_eq!(err.field, "weight_kg", "{bad}");
+        }
+        assert!(NewShipment::parse(req().weight_kg("100000".parse().unwrap())).is_ok());
+        assert!(NewShipment::parse(req().weight_kg("0.001".parse().unwrap())).is_ok());
+    }
+
+    #[test]
+    fn webhook_url_must_be_https() {
+        let err = NewShipment::parse(req().webhook_url("http://example.com/hook")).unwrap_err();
+        assert_eq!(err.detail, "`webhook_url` must be an HTTPS URL");
+        assert!(NewShipment::parse(req().webhook_url("not a url")).is_err());
+        assert!(NewShipment::parse(req().webhook_url("https://u:p@example.com/")).is_err());
+        let ok = NewShipment::parse(req().webhook_url("https://Example.com/hook")).unwrap();
+        assert_eq!(ok.webhook_url.as_deref(), Some("https://example.com/hook"));
+    }
+
+    #[test]
+    fn text_limits_hold_at_their_edges() {
+        let at = "x".repeat(MAX_DESCRIPTION);
+        assert!(NewShipment::parse(req().description(at.clone())).is_ok());
+        let over = at + "x";
+        assert_eq!(
+            NewShipment::parse(req().description(over))
+                .unwrap_err()
+                .field,
+            "description"
+        );
+        let mut many = req();
+        many.items = Some(vec!["a".into(); MAX_ITEMS + 1]);
+        assert_eq!(NewShipment::parse(many).unwrap_err().field, "items");
+        assert_eq!(
+            NewShipment::parse(req().item("")).unwrap_err().field,
+            "items"
+        );
+    }
+
+    #[test]
+    fn courier_company_id_must_be_positive() {
+        assert_eq!(
+            NewShipment::parse(CreateShipment::new(0))
+                .unwrap_err()
+                .field,
+            "courier_company_id"
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! `GET /merchant-couriers`: the courier companies linked to the merchant.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use shipment_sdk::model::{CourierCompany, List};
+
+use super::extract::Merchant;
+use super::{ApiError, AppState};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/merchant-couriers", get(list_couriers))
+}
+
+async fn list_couriers(
+    State(state): State<AppState>,
+    merchant: Merchant,
+) -> Result<Json<List<CourierCompany>>, ApiError> {
+    let data = state.store.merchant_couriers(merchant.id).await?;
+    Ok(Json(List { data }))
+}

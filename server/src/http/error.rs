@@ -1,0 +1,192 @@
+//! [`ApiError`]: the one error type of the HTTP layer, answered as an
+//! RFC 9457 problem (`application/problem+json`) with a stable `code`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use shipment_sdk::model::Problem;
+
+use crate::domain::{FieldError, FieldErrorKind, Refusal};
+use crate::store::StoreError;
+
+tokio::task_local! {
+    /// The id of the request being served, so an error body can carry it.
+    pub static REQUEST_ID: String;
+}
+
+/// An error answered to the client. 5xx details are logged, never sent.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    detail: String,
+    field: Option<String>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// Any status and code.
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            detail: detail.into(),
+            field: None,
+            retry_after: None,
+        }
+    }
+
+    /// Names the one request field at fault.
+    pub fn with_field(mut self, field: impl Into<String>) -> ApiError {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// 400 `invalid_json`.
+    pub fn invalid_json(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", detail)
+    }
+
+    /// 400 `invalid_field` for `field`.
+    pub fn invalid_field(field: &str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", detail).with_field(field)
+    }
+
+    /// 400 `invalid_identifier`.
+    pub fn invalid_identifier(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_identifier", detail)
+    }
+
+    /// 401 `unauthenticated`.
+    pub fn unauthenticated(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthenticated", detail)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", detail)
+    }
+
+    /// 409 with a conflict code.
+    pub fn conflict(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, detail)
+    }
+
+    /// 413 `payload_too_large`.
+    pub fn payload_too_large() -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "request bodies are limited to {} bytes",
+                super::MAX_BODY_BYTES
+            ),
+        )
+    }
+
+    /// 503 `unavailable`, with a `Retry-After` hint.
+    pub fn unavailable(detail: impl Into<String>) -> ApiError {
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
+        }
+    }
+
+    /// 500 `internal`; the cause is logged here and not sent.
+    pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
+        tracing::error!(%cause, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server failed to handle this request; it has been logged",
+        )
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The problem `code`.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The field at fault, if one is.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> ApiError {
+        let code = match e.kind {
+            FieldErrorKind::Missing => "missing_field",
+            FieldErrorKind::Invalid => "invalid_field",
+            FieldErrorKind::Unknown => "unknown_field",
+        };
+        ApiError::new(StatusCode::BAD_REQUEST, code, e.detail).with_field(e.field)
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> ApiError {
+        match r {
+            Refusal::Forbidden => ApiError::forbidden("this shipment belongs to another account"),
+            Refusal::InvalidState(e) => ApiError::conflict("invalid_state", e.to_string()),
+            Refusal::AlreadyRated => {
+                ApiError::conflict("already_rated", "this shipment has already been rated")
+            }
+            Refusal::Field(e) => e.into(),
+            Refusal::ConfirmationCode(detail) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_confirmation_code", detail)
+                    .with_field("confirmation_code")
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match &e {
+            StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
+                tracing::warn!(error = %e, "database unavailable");
+                ApiError::unavailable("the database is busy or unreachable; retry shortly")
+            }
+            StoreError::Conflict(_) => {
+                tracing::warn!(error = %e, "write kept conflicting");
+                ApiError::unavailable("the resource is changing too fast; retry shortly")
+            }
+            _ => ApiError::internal(&e),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = Problem {
+            type_: "about:blank".to_owned(),
+            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: self.status.as_u16(),
+            detail: self.detail,
+            code: self.code.to_owned(),
+            field: self.field,
+            request_id: REQUEST_ID.try_with(Clone::clone).ok(),
+        };
+        let body = serde_json::to_vec(&problem).expect("problems serialize");
+        let mut response = (self.status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(secs) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}

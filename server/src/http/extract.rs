@@ -1,0 +1,328 @@
+//! Extractors whose rejections are [`ApiError`]s, so every 4xx has one
+//! shape: JSON bodies, shipment codes in paths, and the key checks.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use super::{ApiError, AppState};
+use crate::domain::code::ShipmentCode;
+use crate::domain::keys::{self, KeyKind};
+use crate::store::Store;
+
+/// Header carrying merchant and courier keys.
+pub const API_KEY_HEADER: &str = "x-api-key";
+/// `last_used_at` is refreshed at most this often, so reads stay reads.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A JSON body, parsed strictly: wrong content type, malformed JSON, missing,
+/// unknown and mistyped fields each get their own problem code and name the
+/// field.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+/// Like [`ApiJson`], but an empty body is `None` (operations whose body is
+/// optional, such as deliver).
+#[derive(Debug)]
+pub struct MaybeJson<T>(pub Option<T>);
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::payload_too_large()
+        } else {
+            ApiError::invalid_json(format!("could not read the request body: {rejection}"))
+        }
+    })
+}
+
+/// Parses `bytes` as `T`, turning serde's complaint into the right problem.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Syntax first (without building anything), so a malformed document is
+    // always `invalid_json`, whatever the typed pass would trip on first.
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        return Err(ApiError::invalid_json(format!(
+            "request body is not valid JSON: {e}"
+        )));
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::invalid_json(
+            "the request body must be a JSON object",
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let err = match serde_path_to_error::deserialize(&mut de) {
+        Ok(value) => return Ok(value),
+        Err(err) => err,
+    };
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    if !inner.is_data() {
+        return Err(ApiError::invalid_json(format!(
+            "request body is not valid JSON: {inner}"
+        )));
+    }
+    let message = inner.to_string();
+    // serde_json appends " at line L column C"; the field name says more.
+    let message = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(m, _)| m);
+    // Rust type names mean nothing to an API caller.
+    let message = message
+        .replace("expected i64", "expected an integer")
+        .replace("expected u8", "expected an integer")
+        .replace("expected u32", "expected an integer");
+    let message = message.as_str();
+    let backticked = message.split('`').nth(1).map(str::to_owned);
+    if message.starts_with("missing field")
+        && let Some(field) = backticked
+    {
+        let detail = format!("`{field}` is required");
+        let field = if path == "." {
+            field
+        } else {
+            format!("{path}.{field}")
+        };
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "missing_field", detail).with_field(field),
+        );
+    }
+    if message.starts_with("unknown field")
+        && let Some(field) = backticked
+    {
+        let detail = format!("`{field}` is not a field of this request");
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "unknown_field", detail).with_field(field),
+        );
+    }
+    if path == "." {
+        return Err(ApiError::invalid_json(format!(
+            "the request body must be a JSON object: {message}"
+        )));
+    }
+    Err(ApiError::invalid_field(
+        &path,
+        format!("`{path}`: {message}"),
+    ))
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(req.headers()) {
+            return Err(ApiError::invalid_json(
+                "this request needs a JSON body with Content-Type: application/json",
+            ));
+        }
+        let bytes = body_bytes(req, state).await?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = is_json(req.headers());
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeJson(None));
+        }
+        if !json {
+            return Err(ApiError::invalid_json(
+                "a request body must be JSON with Content-Type: application/json",
+            ));
+        }
+        parse_json(&bytes).map(|v| MaybeJson(Some(v)))
+    }
+}
+
+/// The `:code` path segment, checked to be a well-formed shipment code.
+#[derive(Debug)]
+pub struct CodePath(pub ShipmentCode);
+
+impl<S: Send + Sync> FromRequestParts<S> for CodePath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::invalid_identifier(format!("bad path: {e}")))?;
+        ShipmentCode::parse(&raw).map(CodePath).ok_or_else(|| {
+            ApiError::invalid_identifier(format!(
+                "`{}` is not a shipment code; codes look like SHP-7K3M-Q9ZX",
+                raw.chars().take(40).collect::<String>()
+            ))
+        })
+    }
+}
+
+/// A merchant authenticated by its API key (`X-API-KEY: sk_…`).
+#[derive(Debug, Clone, Copy)]
+pub struct Merchant {
+    /// The merchant's id.
+    pub id: i64,
+}
+
+/// A courier company authenticated by its key (`X-API-KEY: ck_…`).
+#[derive(Debug, Clone, Copy)]
+pub struct Courier {
+    /// The courier company's id.
+    pub id: i64,
+}
+
+/// Checks the `X-API-KEY` of a request against the keys of `expected` kind.
+async fn authenticate(parts: &Parts, state: &AppState, expected: KeyKind) -> Result<i64, ApiError> {
+    let Some(value) = parts.headers.get(API_KEY_HEADER) else {
+        let detail = if parts.headers.contains_key(header::AUTHORIZATION) {
+            "this route takes an API key in the X-API-KEY header, not an Authorization header"
+        } else {
+            "missing X-API-KEY header"
+        };
+        return Err(ApiError::unauthenticated(detail));
+    };
+    let presented = value.to_str().unwrap_or("");
+    let Some(shape) = keys::shape(presented) else {
+        return Err(ApiError::unauthenticated(
+            "the X-API-KEY header is not a valid key",
+        ));
+    };
+    if shape.environment != state.environment {
+        return Err(ApiError::unauthenticated(format!(
+            "this key belongs to the other environment; this server is {}",
+            state.environment_name()
+        )));
+    }
+    if shape.kind != expected {
+        return Err(ApiError::forbidden(match expected {
+            KeyKind::Merchant => "courier keys cannot call merchant routes",
+            KeyKind::Courier => "merchant keys cannot call courier routes",
+        }));
+    }
+    let owner = state
+        .store
+        .find_key(expected, &keys::digest(presented))
+        .await?
+        .ok_or_else(|| ApiError::unauthenticated("invalid or revoked API key"))?;
+    let stale = owner
+        .last_used_at
+        .is_none_or(|t| (crate::store::now() - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
+    if stale {
+        // Off the request path: a failed bookkeeping write must not fail the call.
+        let store: Store = state.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_key(expected, owner.key_id).await {
+                tracing::warn!(error = %e, "could not record key use");
+            }
+        });
+    }
+    Ok(owner.owner_id)
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Merchant
+where
+    AppState: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = AppState::from_ref(state);
+        authenticate(parts, &state, KeyKind::Merchant)
+            .await
+            .map(|id| Merchant { id })
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Courier
+where
+    AppState: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = AppState::from_ref(state);
+        authenticate(parts, &state, KeyKind::Courier)
+            .await
+            .map(|id| Courier { id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shipment_sdk::model::CreateShipment;
+
+    fn problem(body: &str) -> (StatusCode, &'static str, Option<String>) {
+        let e = parse_json::<CreateShipment>(body.as_bytes()).unwrap_err();
+        (e.status(), e.code(), e.field().map(str::to_owned))
+    }
+
+    #[test]
+    fn each_kind_of_bad_body_gets_its_own_code() {
+        assert_eq!(
+            problem("{"),
+            (StatusCode::BAD_REQUEST, "invalid_json", None)
+        );
+        assert_eq!(
+            problem("[]"),
+            (StatusCode::BAD_REQUEST, "invalid_json", None)
+        );
+        assert_eq!(
+            problem("{} x"),
+            (StatusCode::BAD_REQUEST, "invalid_json", None)
+        );
+        assert_eq!(
+            problem("{}"),
+            (
+                StatusCode::BAD_REQUEST,
+                "missing_field",
+                Some("courier_company_id".into())
+            )
+        );
+        assert_eq!(
+            problem(r#"{"courier_company_id":1,"colour":"red"}"#),
+            (
+                StatusCode::BAD_REQUEST,
+                "unknown_field",
+                Some("colour".into())
+            )
+        );
+        assert_eq!(
+            problem(r#"{"courier_company_id":"seven"}"#),
+            (
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                Some("courier_company_id".into())
+            )
+        );
+        assert_eq!(
+            problem(r#"{"courier_company_id":1,"items":[1]}"#),
+            (
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                Some("items[0]".into())
+            )
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The HTTP layer: one router per resource, shared state, and the
+//! cross-cutting middleware (request ids, limits, problem-shaped fallbacks).
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::domain::keys::Environment;
+use crate::store::Store;
+
+mod courier;
+mod couriers;
+pub mod error;
+pub mod extract;
+mod health;
+mod shipments;
+
+pub use error::ApiError;
+
+/// Largest request body accepted (1 MiB); larger is 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Header carrying the request id, echoed when the caller sends one.
+pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+/// Longest caller-supplied request id kept; longer ones are replaced.
+const MAX_REQUEST_ID: usize = 128;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub store: Store,
+    /// Which keys this server takes.
+    pub environment: Environment,
+    /// Longest a request may take before it is answered 503.
+    pub request_timeout: Duration,
+}
+
+impl AppState {
+    /// `staging` or `production`.
+    pub fn environment_name(&self) -> &'static str {
+        match self.environment {
+            Environment::Staging => "staging",
+            Environment::Production => "production",
+        }
+    }
+}
+
+/// The whole application: `/healthz`, `/readyz` and the API under `/api/v1`.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .merge(shipments::router())
+        .merge(couriers::router())
+        .merge(courier::router());
+    let timeout = state.request_timeout;
+    Router::new()
+        .merge(health::router())
+        .nest("/api/v1", api)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::internal(&"a handler panicked").into_response()
+        }))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let id = req.headers().get(&REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
+        }))
+        .layer(middleware::from_fn(move |req, next| request_scope(req, next, timeout)))
+}
+
+/// Gives every request an id (the caller's, if sane), makes it available to
+/// error bodies, bounds the request's time, and echoes the id.
+async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Response {
+    let id = req
+        .headers()
+        .get(&REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty() && v.len() <= MAX_REQUEST_ID && v.bytes().all(|b| b.is_ascii_graphic())
+        })
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+    let value = HeaderValue::from_str(&id).expect("checked to be visible ASCII");
+    req.headers_mut().insert(REQUEST_ID_HEADER, value.clone());
+    let mut response = error::REQUEST_ID
+        .scope(id, async move {
+            match tokio::time::timeout(timeout, next.run(req)).await {
+                Ok(response) => response,
+                Err(_) => ApiError::unavailable(format!(
+                    "the request took longer than {} s and was abandoned",
+                    timeout.as_secs()
+                ))
+                .into_response(),
+            }
+        })
+        .await;
+    response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    response
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route; the API lives under /api/v1")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not support this HTTP method",
+    )
+}

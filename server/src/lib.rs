@@ -1,0 +1,100 @@
+//! The reference server of the merchant shipment service.
+//!
+//! [`Application::build`] turns a [`Config`] into a bound, migrated, ready
+//! server; `main.rs` only parses arguments and calls it, so tests start the
+//! very same thing on port 0.
+#![warn(missing_docs)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+
+pub mod admin;
+pub mod config;
+pub mod domain;
+pub mod http;
+pub mod store;
+
+pub use config::Config;
+use store::Store;
+
+/// A server bound to its address, with its database migrated.
+pub struct Application {
+    listener: TcpListener,
+    router: axum::Router,
+    store: Store,
+}
+
+impl Application {
+    /// Connects to the database, applies migrations and binds the address.
+    pub async fn build(config: &Config) -> anyhow::Result<Application> {
+        let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
+        store.migrate().await?;
+        let listener = TcpListener::bind(config.addr).await?;
+        let state = http::AppState {
+            store: store.clone(),
+            environment: config.environment.environment,
+            request_timeout: config.request_timeout(),
+        };
+        Ok(Application {
+            listener,
+            router: http::router(state),
+            store,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The store the server uses (for fixtures in tests and the demo).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Serves until `shutdown` completes, then finishes in-flight requests
+    /// and closes the database.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let served = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        self.store.close().await;
+        served
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -1,0 +1,157 @@
+//! `shipment-server`: parse the command line, start logging, run.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use shipment_server::admin::{self, AdminCommand, Output};
+use shipment_server::config::{DatabaseArgs, EnvironmentArgs};
+use shipment_server::store::Store;
+use shipment_server::{Application, Config, shutdown_signal};
+
+/// The reference server of the merchant shipment service.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API.
+    Serve(Config),
+    /// Create or upgrade the database schema, then exit.
+    Migrate(DatabaseArgs),
+    /// Nothing to set up: seed a demo merchant, print how to use it, serve.
+    Demo {
+        /// Address to listen on.
+        #[arg(long, env = "SHIPMENT_ADDR", default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Database URL; by default a SQLite file in the working directory.
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "sqlite://shipment-demo.db"
+        )]
+        database_url: String,
+    },
+    /// Accounts and keys, without SQL.
+    Admin {
+        #[command(flatten)]
+        database: DatabaseArgs,
+        #[command(flatten)]
+        environment: EnvironmentArgs,
+        #[command(flatten)]
+        output: Output,
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "shipment_server=info,tower_http=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime starts");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(config) => {
+            let app = Application::build(&config).await?;
+            tracing::info!(addr = %app.local_addr(), "serving");
+            app.run_until(shutdown_signal()).await?;
+        }
+        Command::Migrate(database) => {
+            let store = Store::connect(&database.database_url, database.pool()).await?;
+            store.migrate().await?;
+            println!("migrated {}", redact_url(&database.database_url));
+        }
+        Command::Demo { addr, database_url } => {
+            let mut config = Config::local(&database_url);
+            config.addr = addr;
+            let app = Application::build(&config)
+                .await
+                .context("cannot start the demo")?;
+            let env = config.environment.environment;
+            let demo = admin::seed_demo(app.store(), env).await?;
+            print_demo(&format!("http://{}/api/v1", app.local_addr()), &demo);
+            app.run_until(shutdown_signal()).await?;
+        }
+        Command::Admin {
+            database,
+            environment,
+            output,
+            command,
+        } => {
+            let store = Store::connect(&database.database_url, database.pool()).await?;
+            store.migrate().await?;
+            let value = command.run(&store, environment.environment).await?;
+            if output.json {
+                println!("{value}");
+            } else {
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hides a password in a database URL before printing it.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("****"));
+            u.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn print_demo(base: &str, d: &admin::DemoAccount) {
+    println!(
+        r#"
+Shipment service demo is running.
+
+  API base URL     {base}
+  Merchant API key {api_key}
+  Courier key      {courier_key}   (courier company {courier}, driver {driver})
+  Merchant sign-in {email} / {password}
+
+Try it (copy and paste):
+
+  export BASE={base} KEY={api_key} CK={courier_key}
+  curl -s $BASE/merchant-couriers -H "X-API-KEY: $KEY"
+  curl -s $BASE/shipments -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' \
+       -d '{{"courier_company_id": {courier}, "weight_kg": 2.5, "items": ["book"], "start_address": "52.5200,13.4050", "end_address": "52.3759,4.8975"}}'
+  CODE=SHP-....-....   # the "code" of the answer above
+  curl -s -X POST $BASE/courier/shipments/$CODE/assign-driver -H "X-API-KEY: $CK" -H 'Content-Type: application/json' -d '{{"driver_id": {driver}}}'
+  curl -s -X POST $BASE/courier/shipments/$CODE/pickup  -H "X-API-KEY: $CK"
+  curl -s -X POST $BASE/courier/shipments/$CODE/deliver -H "X-API-KEY: $CK"
+  curl -s -X POST $BASE/shipments/$CODE/rate -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' -d '{{"rating": 9}}'
+  curl -s "$BASE/shipments?status=delivered" -H "X-API-KEY: $KEY"
+
+Stop with Ctrl-C.
+"#,
+        api_key = d.api_key,
+        courier_key = d.courier_key,
+        courier = d.courier_id,
+        driver = d.driver_id,
+        email = d.email,
+        password = d.password,
+    );
+}

@@ -1,0 +1,221 @@
+//! The database: one [`Store`] over SQLite (embedded default) or PostgreSQL.
+//!
+//! Every query is written once, in SQL both engines understand (`$1`
+//! parameters, `RETURNING`), and run on whichever pool the URL chose through
+//! the [`on_pool!`] and [`on_tx!`] macros. Timestamps are truncated to
+//! microseconds in Rust ([`now`]) so both engines store exactly what the API
+//! shows.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
+
+pub mod accounts;
+pub mod shipments;
+
+/// Runs `$body` with `$pool` bound to the concrete pool.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match $store {
+            $crate::store::Store::Sqlite($pool) => $body,
+            $crate::store::Store::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$conn` bound to the transaction's connection.
+macro_rules! on_tx {
+    ($tx:expr, |$conn:ident| $body:expr) => {
+        match $tx {
+            $crate::store::Tx::Sqlite(t) => {
+                let $conn = &mut **t;
+                $body
+            }
+            $crate::store::Tx::Postgres(t) => {
+                let $conn = &mut **t;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use {on_pool, on_tx};
+
+/// Errors of the store. Anything but [`StoreError::Conflict`] is a server
+/// fault the HTTP layer answers with 500/503 without details.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed or is unreachable.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Applying migrations failed.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A unique constraint refused the write (the caller decides what that
+    /// means: an e-mail taken, a code collision).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Stored data that cannot be read back (a bug or manual editing).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// Maps unique-constraint violations to [`StoreError::Conflict`].
+pub(crate) fn classify(e: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(db) = &e
+        && db.is_unique_violation()
+    {
+        return StoreError::Conflict(db.message().to_owned());
+    }
+    StoreError::Database(e)
+}
+
+/// Which engine a database URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `sqlite://…`
+    Sqlite,
+    /// `postgres://…` or `postgresql://…`
+    Postgres,
+}
+
+impl Backend {
+    /// The engine of `url`, or `None` for an unsupported scheme.
+    pub fn of(url: &str) -> Option<Backend> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// A handle on the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub enum Store {
+    /// The embedded default.
+    Sqlite(SqlitePool),
+    /// For production and several server processes.
+    Postgres(PgPool),
+}
+
+/// An open write transaction.
+pub enum Tx {
+    /// Begun `IMMEDIATE`, so concurrent writers queue on the busy timeout
+    /// instead of failing with "database is locked" when they upgrade.
+    Sqlite(Transaction<'static, Sqlite>),
+    /// A PostgreSQL transaction (read committed).
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// Now, at the precision both engines keep (microseconds).
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// Settings of the connection pool.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    /// Most connections held open.
+    pub max_connections: u32,
+    /// How long a request waits for a connection before failing with 503.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Store {
+    /// Connects to `url` (creating a SQLite file if missing).
+    pub async fn connect(url: &str, settings: PoolSettings) -> Result<Store, StoreError> {
+        match Backend::of(url) {
+            Some(Backend::Sqlite) => {
+                let options = SqliteConnectOptions::from_str(url)?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(10))
+                    .foreign_keys(true);
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(settings.max_connections)
+                    .acquire_timeout(settings.acquire_timeout)
+                    .connect_with(options)
+                    .await?;
+                Ok(Store::Sqlite(pool))
+            }
+            Some(Backend::Postgres) => {
+                let options = PgConnectOptions::from_str(url)?;
+                let pool = PgPoolOptions::new()
+                    .max_connections(settings.max_connections)
+                    .acquire_timeout(settings.acquire_timeout)
+                    .connect_with(options)
+                    .await?;
+                Ok(Store::Postgres(pool))
+            }
+            None => Err(StoreError::Database(sqlx::Error::Configuration(
+                "the database URL must start with sqlite:// or postgres://".into(),
+            ))),
+        }
+    }
+
+    /// Creates or upgrades the schema.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+            Store::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// Which engine this is.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Sqlite(_) => Backend::Sqlite,
+            Store::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Begins a write transaction.
+    pub async fn begin(&self) -> Result<Tx, StoreError> {
+        Ok(match self {
+            Store::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Store::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    /// Whether the database answers (for `/readyz`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        on_pool!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Closes every connection (graceful shutdown).
+    pub async fn close(&self) {
+        on_pool!(self, |pool| pool.close().await);
+    }
+}
+
+impl Tx {
+    /// Makes the transaction's writes durable.
+    pub async fn commit(self) -> Result<(), StoreError> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await?,
+            Tx::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+}

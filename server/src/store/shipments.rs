@@ -1,0 +1,585 @@
+//! Shipments: create (with idempotency), read, list, and changes that are
+//! read, decided by `domain` and written back in one transaction.
+
+use chrono::{DateTime, Duration, Utc};
+use rust_decimal::Decimal;
+use shipment_sdk::model::{Shipment, Status};
+use sqlx::AssertSqlSafe;
+
+use super::{Store, StoreError, Tx, classify, now, on_pool, on_tx};
+use crate::domain::Refusal;
+use crate::domain::code::ShipmentCode;
+use crate::domain::fee::from_minor_units;
+use crate::domain::lifecycle::{self, Operation, Outcome};
+use crate::domain::list_query::ListQuery;
+use crate::domain::validation::NewShipment;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
+/// Wrong confirmation codes tolerated before the code is void.
+pub const MAX_CONFIRMATION_ATTEMPTS: i64 = 5;
+
+const COLUMNS: &str = "id, code, merchant_id, courier_company_id, status, assigned_driver_id, \
+    description, weight_kg, dimensions, items, start_address, end_address, total_fee_minor, \
+    webhook_url, version, rating, failure_reason, created_at, assigned_to_courier_at, \
+    assigned_to_driver_at, picked_up_at, delivered_at, failed_at, returned_at, cancelled_at, \
+    rated_at, updated_at";
+
+/// A shipment row, as stored. Domain code changes it in place and the store
+/// writes it back ([`Store::change_shipment`]).
+#[derive(Debug, Clone, sqlx::FromRow)]
+#[allow(missing_docs)]
+pub struct ShipmentRecord {
+    pub id: i64,
+    pub code: String,
+    pub merchant_id: i64,
+    pub courier_company_id: i64,
+    pub status: String,
+    pub assigned_driver_id: Option<i64>,
+    pub description: Option<String>,
+    pub weight_kg: Option<String>,
+    pub dimensions: Option<String>,
+    pub items: String,
+    pub start_address: Option<String>,
+    pub end_address: Option<String>,
+    pub total_fee_minor: i64,
+    pub webhook_url: Option<String>,
+    pub version: i64,
+    pub rating: Option<i64>,
+    pub failure_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub assigned_to_courier_at: Option<DateTime<Utc>>,
+    pub assigned_to_driver_at: Option<DateTime<Utc>>,
+    pub picked_up_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub failed_at: Option<DateTime<Utc>>,
+    pub returned_at: Option<DateTime<Utc>>,
+    pub cancelled_at: Option<DateTime<Utc>>,
+    pub rated_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ShipmentRecord {
+    /// The status as the wire model knows it.
+    pub fn status(&self) -> Status {
+        self.status.parse().unwrap_or_else(|never| match never {})
+    }
+
+    /// Sets the status.
+    pub fn set_status(&mut self, status: &Status) {
+        self.status = status.as_str().to_owned();
+    }
+
+    /// Applies a lifecycle operation: checks it against the table, moves the
+    /// status and stamps the matching `*_at`. `Ok(false)` when nothing changes.
+    pub fn apply(&mut self, op: Operation, at: DateTime<Utc>) -> Result<bool, Refusal> {
+        let to = match lifecycle::apply(&self.status(), op)? {
+            Outcome::MoveTo(to) => to,
+            Outcome::Annotate => return Ok(true),
+            Outcome::Unchanged => return Ok(false),
+        };
+        let stamp = match to {
+            Status::AssignedToCourier => {
+                self.assigned_driver_id = None;
+                &mut self.assigned_to_courier_at
+            }
+            Status::AssignedToDriver => &mut self.assigned_to_driver_at,
+            Status::InTransit => &mut self.picked_up_at,
+            Status::Delivered => &mut self.delivered_at,
+            Status::Failed => &mut self.failed_at,
+            Status::Returned => &mut self.returned_at,
+            Status::Cancelled => &mut self.cancelled_at,
+            Status::Pending | Status::Unknown(_) => {
+                unreachable!("the lifecycle never moves to {to}")
+            }
+        };
+        *stamp = Some(at);
+        self.set_status(&to);
+        Ok(true)
+    }
+
+    /// The wire form.
+    pub fn to_model(&self) -> Result<Shipment, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {}: {what}", self.id));
+        let weight_kg = self
+            .weight_kg
+            .as_deref()
+            .map(|w| w.parse::<Decimal>().map_err(|_| corrupt("weight_kg")))
+            .transpose()?;
+        let items = serde_json::from_str(&self.items).map_err(|_| corrupt("items"))?;
+        let rating = self
+            .rating
+            .map(|r| u8::try_from(r).map_err(|_| corrupt("rating")))
+            .transpose()?;
+        Ok(Shipment {
+            id: self.id,
+            code: self.code.clone(),
+            merchant_id: self.merchant_id,
+            status: self.status(),
+            courier_company_id: self.courier_company_id,
+            assigned_driver_id: self.assigned_driver_id,
+            description: self.description.clone(),
+            weight_kg,
+            dimensions: self.dimensions.clone(),
+            items,
+            start_address: self.start_address.clone(),
+            end_address: self.end_address.clone(),
+            total_fee: from_minor_units(self.total_fee_minor),
+            webhook_url: self.webhook_url.clone(),
+            version: self.version,
+            rating,
+            failure_reason: self.failure_reason.clone(),
+            created_at: self.created_at,
+            assigned_to_courier_at: self.assigned_to_courier_at,
+            assigned_to_driver_at: self.assigned_to_driver_at,
+            picked_up_at: self.picked_up_at,
+            delivered_at: self.delivered_at,
+            failed_at: self.failed_at,
+            returned_at: self.returned_at,
+            cancelled_at: self.cancelled_at,
+            rated_at: self.rated_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+/// Result of a create.
+#[derive(Debug)]
+pub enum Created {
+    /// A new shipment.
+    New(Box<Shipment>),
+    /// The same `Idempotency-Key` and body were seen before: the first
+    /// response body, verbatim.
+    Replayed(String),
+    /// The `Idempotency-Key` was used before with another body.
+    KeyReused,
+}
+
+/// Result of a change to an existing shipment.
+#[derive(Debug)]
+pub enum Change<T = Shipment> {
+    /// No shipment has this code.
+    NotFound,
+    /// The caller may not, or the shipment cannot.
+    Refused(Refusal),
+    /// Done (or nothing to do); the shipment as it now is.
+    Done(T),
+}
+
+/// Who is acting on a shipment; a shipment is visible to its merchant and
+/// to its courier company.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    /// A merchant, by id.
+    Merchant(i64),
+    /// A courier company, by id.
+    Courier(i64),
+}
+
+impl Actor {
+    fn may_see(self, record: &ShipmentRecord) -> bool {
+        match self {
+            Actor::Merchant(id) => record.merchant_id == id,
+            Actor::Courier(id) => record.courier_company_id == id,
+        }
+    }
+}
+
+/// A typed value bound into dynamic SQL.
+enum Bind {
+    Int(i64),
+    Text(String),
+    Time(DateTime<Utc>),
+}
+
+macro_rules! bind_all {
+    ($query:expr, $binds:expr) => {{
+        let mut q = $query;
+        for b in $binds {
+            q = match b {
+                Bind::Int(v) => q.bind(*v),
+                Bind::Text(v) => q.bind(v.clone()),
+                Bind::Time(v) => q.bind(*v),
+            };
+        }
+        q
+    }};
+}
+
+async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM shipments WHERE code = $1");
+    Ok(on_tx!(tx, |conn| sqlx::query_as(AssertSqlSafe(sql))
+        .bind(code)
+        .fetch_optional(conn)
+        .await)?)
+}
+
+/// Writes back every mutable column if nobody changed the row since it was
+/// read; `false` if somebody did (the caller retries).
+async fn write_back(
+    tx: &mut Tx,
+    r: &ShipmentRecord,
+    read_version: i64,
+) -> Result<bool, StoreError> {
+    let sql = "UPDATE shipments SET status = $1, assigned_driver_id = $2, version = $3, \
+        rating = $4, failure_reason = $5, assigned_to_courier_at = $6, assigned_to_driver_at = $7, \
+        picked_up_at = $8, delivered_at = $9, failed_at = $10, returned_at = $11, \
+        cancelled_at = $12, rated_at = $13, updated_at = $14 WHERE id = $15 AND version = $16";
+    let done = on_tx!(tx, |conn| sqlx::query(sql)
+        .bind(&r.status)
+        .bind(r.assigned_driver_id)
+        .bind(r.version)
+        .bind(r.rating)
+        .bind(&r.failure_reason)
+        .bind(r.assigned_to_courier_at)
+        .bind(r.assigned_to_driver_at)
+        .bind(r.picked_up_at)
+        .bind(r.delivered_at)
+        .bind(r.failed_at)
+        .bind(r.returned_at)
+        .bind(r.cancelled_at)
+        .bind(r.rated_at)
+        .bind(r.updated_at)
+        .bind(r.id)
+        .bind(read_version)
+        .execute(conn)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}
+
+/// Attempts before giving up on a write that keeps losing races.
+const ATTEMPTS: usize = 8;
+
+impl Store {
+    /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`.
+    pub async fn create_shipment(
+        &self,
+        merchant_id: i64,
+        new: &NewShipment,
+        total_fee_minor: i64,
+        idempotency: Option<(&str, &str)>,
+    ) -> Result<Created, StoreError> {
+        let items = serde_json::to_string(&new.items).expect("strings serialize");
+        let mut last_conflict = None;
+        for _ in 0..ATTEMPTS {
+            let mut tx = self.begin().await?;
+            let at = now();
+            if let Some((key, digest)) = idempotency {
+                let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
+                           WHERE merchant_id = $1 AND idem_key = $2";
+                let seen: Option<(String, String, DateTime<Utc>)> = on_tx!(&mut tx, |conn| {
+                    sqlx::query_as(sql)
+                        .bind(merchant_id)
+                        .bind(key)
+                        .fetch_optional(conn)
+                        .await
+                })?;
+                match seen {
+                    Some((d, body, when)) if when > at - IDEMPOTENCY_WINDOW => {
+                        return Ok(if d == digest {
+                            Created::Replayed(body)
+                        } else {
+                            Created::KeyReused
+                        });
+                    }
+                    Some(_) => {
+                        let sql =
+                            "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
+                        on_tx!(&mut tx, |conn| sqlx::query(sql)
+                            .bind(merchant_id)
+                            .bind(key)
+                            .execute(conn)
+                            .await
+                            .map(|r| r.rows_affected()))?;
+                    }
+                    None => {}
+                }
+            }
+            let sql = format!(
+                "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
+                 description, weight_kg, dimensions, items, start_address, end_address, \
+                 total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $13) \
+                 RETURNING {COLUMNS}"
+            );
+            let inserted: Result<ShipmentRecord, _> = on_tx!(&mut tx, |conn| {
+                sqlx::query_as(AssertSqlSafe(sql))
+                    .bind(ShipmentCode::generate().as_str())
+                    .bind(merchant_id)
+                    .bind(new.courier_company_id)
+                    .bind(Status::AssignedToCourier.as_str())
+                    .bind(&new.description)
+                    .bind(new.weight_kg.map(|w| w.to_string()))
+                    .bind(&new.dimensions)
+                    .bind(&items)
+                    .bind(&new.start_address)
+                    .bind(&new.end_address)
+                    .bind(total_fee_minor)
+                    .bind(&new.webhook_url)
+                    .bind(at)
+                    .fetch_one(conn)
+                    .await
+            });
+            let record = match inserted.map_err(classify) {
+                Ok(r) => r,
+                // A code collision: dropping `tx` rolls back; try a new code.
+                Err(StoreError::Conflict(c)) => {
+                    last_conflict = Some(c);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let shipment = record.to_model()?;
+            if let Some((key, digest)) = idempotency {
+                let body = serde_json::to_string(&shipment).expect("shipments serialize");
+                let sql = "INSERT INTO idempotency_keys \
+                           (merchant_id, idem_key, request_digest, response_body, created_at) \
+                           VALUES ($1, $2, $3, $4, $5)";
+                let stored = on_tx!(&mut tx, |conn| sqlx::query(sql)
+                    .bind(merchant_id)
+                    .bind(key)
+                    .bind(digest)
+                    .bind(&body)
+                    .bind(at)
+                    .execute(conn)
+                    .await
+                    .map(|r| r.rows_affected()));
+                // A concurrent request with the same key won the race (only
+                // possible on PostgreSQL): retry, and the read above replays.
+                if let Err(StoreError::Conflict(c)) = stored.map_err(classify) {
+                    last_conflict = Some(c);
+                    continue;
+                }
+            }
+            tx.commit().await?;
+            return Ok(Created::New(Box::new(shipment)));
+        }
+        Err(StoreError::Conflict(last_conflict.unwrap_or_default()))
+    }
+
+    /// One shipment by code, if it exists.
+    pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM shipments WHERE code = $1");
+        Ok(on_pool!(self, |pool| sqlx::query_as(AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(code)
+        .fetch_optional(pool)
+        .await)?)
+    }
+
+    /// A page of the actor's shipments, newest first, and the total count.
+    pub async fn list_shipments(
+        &self,
+        actor: Actor,
+        q: &ListQuery,
+    ) -> Result<(Vec<Shipment>, u64), StoreError> {
+        let (owner_column, owner) = match actor {
+            Actor::Merchant(id) => ("merchant_id", id),
+            Actor::Courier(id) => ("courier_company_id", id),
+        };
+        let mut filter = format!(" WHERE {owner_column} = $1");
+        let mut binds = vec![Bind::Int(owner)];
+        let mut add = |clause: &str, bind: Bind| {
+            binds.push(bind);
+            filter.push_str(&format!(" AND {clause} ${}", binds.len()));
+        };
+        if let Some(s) = &q.status {
+            add("status =", Bind::Text(s.as_str().to_owned()));
+        }
+        if let Some(c) = q.courier_company_id {
+            add("courier_company_id =", Bind::Int(c));
+        }
+        if let Some(t) = q.created_after {
+            add("created_at >=", Bind::Time(t));
+        }
+        if let Some(t) = q.created_before {
+            add("created_at <", Bind::Time(t));
+        }
+        if let Some(t) = q.updated_after {
+            add("updated_at >=", Bind::Time(t));
+        }
+        let count_sql = format!("SELECT COUNT(*) FROM shipments{filter}");
+        let page_sql = format!(
+            "SELECT {COLUMNS} FROM shipments{filter} ORDER BY created_at DESC, id DESC \
+             LIMIT {} OFFSET {}",
+            q.page_size,
+            q.offset()
+        );
+        let total: i64 = on_pool!(self, |pool| bind_all!(
+            sqlx::query_scalar(AssertSqlSafe(count_sql.clone())),
+            &binds
+        )
+        .fetch_one(pool)
+        .await)?;
+        let rows: Vec<ShipmentRecord> = on_pool!(self, |pool| bind_all!(
+            sqlx::query_as(AssertSqlSafe(page_sql.clone())),
+            &binds
+        )
+        .fetch_all(pool)
+        .await)?;
+        let data = rows
+            .iter()
+            .map(ShipmentRecord::to_model)
+            .collect::<Result<_, _>>()?;
+        Ok((data, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// Reads a shipment, lets `decide` change it, and writes it back with
+    /// `version` + 1 and `updated_at` = now, all in one transaction.
+    ///
+    /// `decide` gets the record and the time of the change; it returns
+    /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
+    /// A write that loses a race is retried from the read.
+    pub async fn change_shipment(
+        &self,
+        code: &str,
+        actor: Actor,
+        mut decide: impl FnMut(&mut ShipmentRecord, DateTime<Utc>) -> Result<bool, Refusal>,
+    ) -> Result<Change, StoreError> {
+        for _ in 0..ATTEMPTS {
+            let mut tx = self.begin().await?;
+            let Some(mut record) = fetch_by_code(&mut tx, code).await? else {
+                return Ok(Change::NotFound);
+            };
+            if !actor.may_see(&record) {
+                return Ok(Change::Refused(Refusal::Forbidden));
+            }
+            let at = now();
+            let read_version = record.version;
+            match decide(&mut record, at) {
+                Err(refusal) => return Ok(Change::Refused(refusal)),
+                Ok(false) => return Ok(Change::Done(record.to_model()?)),
+                Ok(true) => {}
+            }
+            record.version = read_version + 1;
+            record.updated_at = at;
+            if write_back(&mut tx, &record, read_version).await? {
+                tx.commit().await?;
+                return Ok(Change::Done(record.to_model()?));
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "shipment {code} kept changing; try again"
+        )))
+    }
+
+    /// Stores a new confirmation code digest for the merchant's shipment,
+    /// replacing any earlier one; `check` decides whether the state allows it.
+    pub async fn set_confirmation_code(
+        &self,
+        code: &str,
+        merchant_id: i64,
+        code_digest: &str,
+        expires_at: DateTime<Utc>,
+        check: impl FnOnce(&ShipmentRecord) -> Result<(), Refusal>,
+    ) -> Result<Change<()>, StoreError> {
+        let mut tx = self.begin().await?;
+        let Some(record) = fetch_by_code(&mut tx, code).await? else {
+            return Ok(Change::NotFound);
+        };
+        if !Actor::Merchant(merchant_id).may_see(&record) {
+            return Ok(Change::Refused(Refusal::Forbidden));
+        }
+        if let Err(refusal) = check(&record) {
+            return Ok(Change::Refused(refusal));
+        }
+        let sql = "INSERT INTO confirmation_codes (shipment_id, code_digest, expires_at, failed_attempts, created_at) \
+                   VALUES ($1, $2, $3, 0, $4) ON CONFLICT (shipment_id) DO UPDATE SET \
+                   code_digest = excluded.code_digest, expires_at = excluded.expires_at, \
+                   failed_attempts = 0, created_at = excluded.created_at";
+        on_tx!(&mut tx, |conn| sqlx::query(sql)
+            .bind(record.id)
+            .bind(code_digest)
+            .bind(expires_at)
+            .bind(now())
+            .execute(conn)
+            .await
+            .map(|r| r.rows_affected()))?;
+        tx.commit().await?;
+        Ok(Change::Done(()))
+    }
+
+    /// Delivers a shipment: like [`Store::change_shipment`], but first checks
+    /// the confirmation code if one was generated. A wrong code is counted
+    /// (and the count committed) even though the delivery is refused.
+    pub async fn deliver_shipment(
+        &self,
+        code: &str,
+        courier_id: i64,
+        provided: Option<&str>,
+        mut decide: impl FnMut(&mut ShipmentRecord, DateTime<Utc>) -> Result<bool, Refusal>,
+    ) -> Result<Change, StoreError> {
+        use subtle::ConstantTimeEq;
+        for _ in 0..ATTEMPTS {
+            let mut tx = self.begin().await?;
+            let Some(mut record) = fetch_by_code(&mut tx, code).await? else {
+                return Ok(Change::NotFound);
+            };
+            if !Actor::Courier(courier_id).may_see(&record) {
+                return Ok(Change::Refused(Refusal::Forbidden));
+            }
+            let at = now();
+            let read_version = record.version;
+            if let Err(refusal) = decide(&mut record, at) {
+                return Ok(Change::Refused(refusal));
+            }
+            let sql = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes \
+                       WHERE shipment_id = $1";
+            let stored: Option<(String, DateTime<Utc>, i64)> = on_tx!(&mut tx, |conn| {
+                sqlx::query_as(sql)
+                    .bind(record.id)
+                    .fetch_optional(conn)
+                    .await
+            })?;
+            if let Some((digest, expires_at, failed)) = stored {
+                let refuse =
+                    |why: &str| Ok(Change::Refused(Refusal::ConfirmationCode(why.to_owned())));
+                if failed >= MAX_CONFIRMATION_ATTEMPTS {
+                    return refuse(
+                        "the confirmation code is void after too many wrong attempts; the merchant must generate a new one",
+                    );
+                }
+                if expires_at <= at {
+                    return refuse(
+                        "the confirmation code has expired; the merchant must generate a new one",
+                    );
+                }
+                let Some(provided) = provided else {
+                    return refuse("this shipment needs its confirmation code to be delivered");
+                };
+                let matches: bool = crate::domain::keys::digest(provided)
+                    .as_bytes()
+                    .ct_eq(digest.as_bytes())
+                    .into();
+                if !matches {
+                    let sql = "UPDATE confirmation_codes SET failed_attempts = failed_attempts + 1 \
+                               WHERE shipment_id = $1";
+                    on_tx!(&mut tx, |conn| sqlx::query(sql)
+                        .bind(record.id)
+                        .execute(conn)
+                        .await
+                        .map(|r| r.rows_affected()))?;
+                    tx.commit().await?;
+                    return refuse("the confirmation code is wrong");
+                }
+            }
+            record.version = read_version + 1;
+            record.updated_at = at;
+            if write_back(&mut tx, &record, read_version).await? {
+                let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
+                on_tx!(&mut tx, |conn| sqlx::query(sql)
+                    .bind(record.id)
+                    .execute(conn)
+                    .await
+                    .map(|r| r.rows_affected()))?;
+                tx.commit().await?;
+                return Ok(Change::Done(record.to_model()?));
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "shipment {code} kept changing; try again"
+        )))
+    }
+}

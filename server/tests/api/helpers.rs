@@ -1,0 +1,244 @@
+//! Starting the real server on port 0 with a fresh database per test, on
+//! SQLite always and on PostgreSQL when `TEST_DATABASE_URL` names a server.
+
+use std::sync::Arc;
+
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde_json::{Value, json};
+use shipment_server::domain::keys::Environment;
+use shipment_server::store::Store;
+use shipment_server::{Application, Config};
+use tokio::sync::oneshot;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs a test body once per backend: `db_test!(name, body_fn)` makes
+/// `name::sqlite` and `name::postgres`.
+#[macro_export]
+macro_rules! db_tests {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Db::Sqlite).await {
+                        super::$name(&app).await;
+                        app.stop().await;
+                    }
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Db::Postgres).await {
+                        super::$name(&app).await;
+                        app.stop().await;
+                    }
+                }
+            }
+        )*
+    };
+}
+
+/// A merchant with a key and a linked courier company with a key and a
+/// driver: the cast of most tests.
+pub struct Fixture {
+    pub merchant_id: i64,
+    pub key: String,
+    pub courier_id: i64,
+    pub courier_key: String,
+    pub driver_id: i64,
+}
+
+/// A running server and what is needed to talk to it.
+pub struct TestApp {
+    pub base: String,
+    pub root: String,
+    pub store: Store,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    cleanup: Option<Cleanup>,
+}
+
+enum Cleanup {
+    Sqlite(#[allow(dead_code)] Arc<tempfile::TempDir>),
+    Postgres { admin_url: String, name: String },
+}
+
+impl TestApp {
+    /// Starts a server on a fresh database; `None` (with a note on stderr)
+    /// when PostgreSQL is asked for and `TEST_DATABASE_URL` is not set.
+    pub async fn spawn(db: Db) -> Option<TestApp> {
+        let (url, cleanup) = match db {
+            Db::Sqlite => {
+                let dir = tempfile::tempdir().expect("a temporary directory");
+                let url = format!("sqlite://{}", dir.path().join("test.db").display());
+                (url, Cleanup::Sqlite(Arc::new(dir)))
+            }
+            Db::Postgres => {
+                let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
+                    eprintln!("SKIPPED (PostgreSQL): TEST_DATABASE_URL is not set");
+                    return None;
+                };
+                let name = format!("shipments_test_{}", uuid::Uuid::new_v4().simple());
+                let admin = sqlx::PgPool::connect(&admin_url)
+                    .await
+                    .expect("TEST_DATABASE_URL must be reachable");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&admin)
+                    .await
+                    .expect("create the test database");
+                admin.close().await;
+                let url = with_database(&admin_url, &name);
+                (url, Cleanup::Postgres { admin_url, name })
+            }
+        };
+        let mut config = Config::local(&url);
+        config.request_timeout_secs = 30;
+        let app = Application::build(&config)
+            .await
+            .expect("the server starts");
+        let addr = app.local_addr();
+        let store = app.store().clone();
+        let (tx, rx) = oneshot::channel();
+        let server = tokio::spawn(async move {
+            app.run_until(async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("the server runs");
+        });
+        Some(TestApp {
+            base: format!("http://{addr}/api/v1"),
+            root: format!("http://{addr}"),
+            store,
+
+            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            stop: Some(tx),
+            server: Some(server),
+            cleanup: Some(cleanup),
+        })
+    }
+
+    /// Stops the server and drops its database.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        if let Some(Cleanup::Postgres { admin_url, name }) = self.cleanup.take() {
+            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&admin)
+            .await
+            .unwrap();
+            admin.close().await;
+        }
+    }
+
+    /// A merchant with a key, a linked courier with a key and a driver.
+    pub async fn fixture(&self) -> Fixture {
+        let s = &self.store;
+        let email = format!("m-{}@example.com", uuid::Uuid::new_v4().simple());
+        let merchant_id = s
+            .create_merchant("Shop", &email, "not-a-real-hash")
+            .await
+            .unwrap();
+        let key = s
+            .create_api_key(merchant_id, "test", Environment::Staging)
+            .await
+            .unwrap();
+        let courier_id = s.create_courier("Swift", 500, 150, 10).await.unwrap();
+        s.link_courier(merchant_id, courier_id).await.unwrap();
+        let courier_key = s
+            .create_courier_key(courier_id, Environment::Staging)
+            .await
+            .unwrap();
+        let driver = s.create_driver(courier_id, "Ada").await.unwrap();
+        Fixture {
+            merchant_id,
+            key: key.key.expose().to_owned(),
+            courier_id,
+            courier_key: courier_key.key.expose().to_owned(),
+            driver_id: driver.id,
+        }
+    }
+
+    /// A request to `path` under `/api/v1` with `key` as `X-API-KEY`.
+    pub fn req(&self, method: Method, path: &str, key: &str) -> RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.base))
+            .header("X-API-KEY", key)
+    }
+
+    /// Creates a shipment for the fixture's merchant and returns it.
+    pub async fn create(&self, f: &Fixture, body: Value) -> Value {
+        let (status, json) = send(self.req(Method::POST, "/shipments", &f.key).json(&body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{json}");
+        json
+    }
+
+    /// A minimal shipment of the fixture's courier.
+    pub async fn create_default(&self, f: &Fixture) -> Value {
+        self.create(f, json!({"courier_company_id": f.courier_id}))
+            .await
+    }
+
+    /// A courier-side operation on `code`.
+    pub async fn courier_op(
+        &self,
+        f: &Fixture,
+        code: &str,
+        op: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut r = self.req(
+            Method::POST,
+            &format!("/courier/shipments/{code}/{op}"),
+            &f.courier_key,
+        );
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        send(r).await
+    }
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let mut u = url::Url::parse(url).expect("TEST_DATABASE_URL is a URL");
+    u.set_path(&format!("/{name}"));
+    u.to_string()
+}
+
+/// Sends a request and returns its status and JSON body (`Null` if empty).
+pub async fn send(r: RequestBuilder) -> (StatusCode, Value) {
+    let response = r.send().await.expect("the server answers");
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    let json = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, json)
+}
+
+/// Asserts a problem body's status and code, and returns the body.
+#[track_caller]
+pub fn assert_problem(got: &(StatusCode, Value), status: u16, code: &str) -> Value {
+    assert_eq!(got.0.as_u16(), status, "{}", got.1);
+    assert_eq!(got.1["code"], code, "{}", got.1);
+    assert_eq!(got.1["status"], status);
+    assert_eq!(got.1["type"], "about:blank");
+    assert!(got.1["request_id"].is_string(), "{}", got.1);
+    got.1.clone()
+}

@@ -1,0 +1,9 @@
+//! Integration tests: the real server on port 0, a fresh database per test,
+//! every body run on SQLite and (with `TEST_DATABASE_URL`) on PostgreSQL.
+
+mod helpers;
+
+mod courier;
+mod errors;
+mod lifecycle;
+mod shipments;

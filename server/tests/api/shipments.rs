@@ -1,0 +1,377 @@
+//! The merchant's shipment endpoints.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::db_tests;
+use crate::helpers::{TestApp, assert_problem, send};
+
+db_tests!(
+    create_answers_201_with_every_documented_field,
+    create_computes_the_fee_from_coordinates,
+    get_returns_the_shipment_as_created,
+    get_of_another_merchants_shipment_is_403,
+    get_of_an_unknown_code_is_404,
+    list_is_newest_first_in_the_envelope,
+    list_filters_by_status_courier_and_dates,
+    list_page_size_is_bounded,
+    merchant_couriers_lists_linked_companies,
+    fifty_concurrent_creates_make_fifty_shipments,
+    the_same_idempotency_key_twice_makes_one_shipment,
+    an_idempotency_key_reused_with_another_body_is_409,
+);
+
+fn is_timestamp(v: &Value) -> bool {
+    let s = v.as_str().unwrap_or("");
+    // 2026-11-21T09:30:12.123456Z
+    s.len() == 27
+        && s.ends_with('Z')
+        && s.as_bytes()[19] == b'.'
+        && chrono::DateTime::parse_from_rfc3339(s).is_ok()
+}
+
+async fn create_answers_201_with_every_documented_field(app: &TestApp) {
+    let f = app.fixture().await;
+    let s = app
+        .create(
+            &f,
+            json!({"courier_company_id": f.courier_id, "description": "Two boxes", "weight_kg": 4.5,
+                   "dimensions": "30x20x10 cm", "items": ["book", "lamp"],
+                   "start_address": "Main St 1", "end_address": "High St 2",
+                   "webhook_url": "https://example.com/hook"}),
+        )
+        .await;
+    let code = s["code"].as_str().unwrap();
+    assert!(
+        shipment_server::domain::code::ShipmentCode::parse(code).is_some(),
+        "{code}"
+    );
+    assert_eq!(s["status"], "assigned_to_courier");
+    assert_eq!(s["merchant_id"], f.merchant_id);
+    assert_eq!(s["courier_company_id"], f.courier_id);
+    assert_eq!(s["assigned_driver_id"], Value::Null);
+    assert_eq!(s["weight_kg"], 4.5);
+    assert_eq!(s["items"], json!(["book", "lamp"]));
+    // 5.00 + 1.50 × 4.5; street addresses give no distance term.
+    assert_eq!(s["total_fee"], 11.75);
+    assert_eq!(s["version"], 1);
+    assert_eq!(s["rating"], Value::Null);
+    assert!(is_timestamp(&s["created_at"]), "{}", s["created_at"]);
+    assert_eq!(s["assigned_to_courier_at"], s["created_at"]);
+    assert_eq!(s["updated_at"], s["created_at"]);
+    for key in [
+        "assigned_to_driver_at",
+        "picked_up_at",
+        "delivered_at",
+        "failed_at",
+        "returned_at",
+        "cancelled_at",
+        "rated_at",
+        "failure_reason",
+    ] {
+        assert_eq!(s[key], Value::Null, "{key} must be present and null");
+    }
+}
+
+async fn create_computes_the_fee_from_coordinates(app: &TestApp) {
+    let f = app.fixture().await;
+    let s = app
+        .create(
+            &f,
+            json!({"courier_company_id": f.courier_id, "weight_kg": 2,
+                           "start_address": "52.5200,13.4050", "end_address": "52.3759,4.8975"}),
+        )
+        .await;
+    // 5.00 + 1.50 × 2 + 0.10 × ~576.9 km
+    let fee = s["total_fee"].as_f64().unwrap();
+    assert!((65.6..65.8).contains(&fee), "{fee}");
+}
+
+async fn get_returns_the_shipment_as_created(app: &TestApp) {
+    let f = app.fixture().await;
+    let created = app.create_default(&f).await;
+    let code = created["code"].as_str().unwrap();
+    let got = send(app.req(Method::GET, &format!("/shipments/{code}"), &f.key)).await;
+    assert_eq!(got.0, StatusCode::OK);
+    assert_eq!(got.1, created);
+}
+
+async fn get_of_another_merchants_shipment_is_403(app: &TestApp) {
+    let owner = app.fixture().await;
+    let other = app.fixture().await;
+    let code = app.create_default(&owner).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (method, path) in [
+        (Method::GET, format!("/shipments/{code}")),
+        (Method::POST, format!("/shipments/{code}/cancel")),
+        (
+            Method::POST,
+            format!("/shipments/{code}/generate-confirmation-code"),
+        ),
+    ] {
+        assert_problem(
+            &send(app.req(method, &path, &other.key)).await,
+            403,
+            "forbidden",
+        );
+    }
+    let rate = app
+        .req(Method::POST, &format!("/shipments/{code}/rate"), &other.key)
+        .json(&json!({"rating": 5}));
+    assert_problem(&send(rate).await, 403, "forbidden");
+    let listed = send(app.req(Method::GET, "/shipments", &other.key)).await;
+    assert_eq!(
+        listed.1["total"], 0,
+        "another merchant's list must not show it"
+    );
+}
+
+async fn get_of_an_unknown_code_is_404(app: &TestApp) {
+    let f = app.fixture().await;
+    for (method, path) in [
+        (Method::GET, "/shipments/SHP-0000-0000"),
+        (Method::POST, "/shipments/SHP-0000-0000/cancel"),
+        (
+            Method::POST,
+            "/shipments/SHP-0000-0000/generate-confirmation-code",
+        ),
+    ] {
+        assert_problem(&send(app.req(method, path, &f.key)).await, 404, "not_found");
+    }
+    let rate = app
+        .req(Method::POST, "/shipments/SHP-0000-0000/rate", &f.key)
+        .json(&json!({"rating": 5}));
+    assert_problem(&send(rate).await, 404, "not_found");
+}
+
+async fn list_is_newest_first_in_the_envelope(app: &TestApp) {
+    let f = app.fixture().await;
+    let mut codes = Vec::new();
+    for _ in 0..5 {
+        codes.push(
+            app.create_default(&f).await["code"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    codes.reverse();
+    let (status, page) = send(app.req(Method::GET, "/shipments?page_size=2", &f.key)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (page["page"].clone(), page["page_size"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(
+        (page["total"].clone(), page["total_pages"].clone()),
+        (json!(5), json!(3))
+    );
+    let mut seen = Vec::new();
+    for n in 1..=4 {
+        let (_, page) = send(app.req(
+            Method::GET,
+            &format!("/shipments?page_size=2&page={n}"),
+            &f.key,
+        ))
+        .await;
+        seen.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["code"].as_str().unwrap().to_owned()),
+        );
+    }
+    assert_eq!(
+        seen, codes,
+        "pages walk every shipment once, newest first; past the end is empty"
+    );
+    let (_, defaults) = send(app.req(Method::GET, "/shipments", &f.key)).await;
+    assert_eq!(defaults["page_size"], 20);
+}
+
+async fn list_filters_by_status_courier_and_dates(app: &TestApp) {
+    let f = app.fixture().await;
+    let first = app.create_default(&f).await;
+    let second = app.create_default(&f).await;
+    let code2 = second["code"].as_str().unwrap();
+    let (s, _) = send(app.req(Method::POST, &format!("/shipments/{code2}/cancel"), &f.key)).await;
+    assert_eq!(s, StatusCode::OK);
+    let other_courier = app.store.create_courier("Other", 100, 0, 0).await.unwrap();
+    app.store
+        .link_courier(f.merchant_id, other_courier)
+        .await
+        .unwrap();
+    let third = app
+        .create(&f, json!({"courier_company_id": other_courier}))
+        .await;
+
+    let codes = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = |q: String| send(app.req(Method::GET, &format!("/shipments?{q}"), &f.key));
+    let (_, p) = list("status=cancelled".into()).await;
+    assert_eq!(codes(&p), vec![code2.to_owned()]);
+    let (_, p) = list(format!("courier_company_id={other_courier}")).await;
+    assert_eq!(codes(&p), vec![third["code"].as_str().unwrap().to_owned()]);
+    let enc = |v: &Value| v.as_str().unwrap().replace('+', "%2B");
+    let (_, p) = list(format!("created_after={}", enc(&second["created_at"]))).await;
+    assert_eq!(p["total"], 2, "created_after is inclusive");
+    let (_, p) = list(format!("created_before={}", enc(&second["created_at"]))).await;
+    assert_eq!(codes(&p), vec![first["code"].as_str().unwrap().to_owned()]);
+    let (_, p) = list(format!("updated_after={}", enc(&third["created_at"]))).await;
+    assert_eq!(p["total"], 1);
+    let (_, p) = list("created_after=2000-01-01&created_before=2000-01-02".into()).await;
+    assert_eq!(
+        (p["total"].clone(), p["total_pages"].clone()),
+        (json!(0), json!(0))
+    );
+}
+
+async fn list_page_size_is_bounded(app: &TestApp) {
+    let f = app.fixture().await;
+    for ok in ["page_size=1", "page_size=100"] {
+        assert_eq!(
+            send(app.req(Method::GET, &format!("/shipments?{ok}"), &f.key))
+                .await
+                .0,
+            StatusCode::OK
+        );
+    }
+    for bad in [
+        "page_size=0",
+        "page_size=101",
+        "page=0",
+        "page=x",
+        "status=lost",
+        "created_after=soon",
+        "colour=red",
+    ] {
+        let got = send(app.req(Method::GET, &format!("/shipments?{bad}"), &f.key)).await;
+        assert_eq!(got.0, StatusCode::BAD_REQUEST, "{bad}: {}", got.1);
+        assert_eq!(got.1["field"], bad.split('=').next().unwrap(), "{bad}");
+    }
+}
+
+async fn merchant_couriers_lists_linked_companies(app: &TestApp) {
+    let f = app.fixture().await;
+    let _unlinked = app.store.create_courier("Unlinked", 1, 1, 1).await.unwrap();
+    let (status, body) = send(app.req(Method::GET, "/merchant-couriers", &f.key)).await;
+    assert_eq!(status, StatusCode::OK);
+    let data = body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1);
+    let c = &data[0];
+    assert_eq!(c["id"], f.courier_id);
+    assert_eq!(c["name"], "Swift");
+    assert_eq!(c["active"], true);
+    assert_eq!(
+        (
+            c["base_fee"].clone(),
+            c["per_kg"].clone(),
+            c["per_km"].clone()
+        ),
+        (json!(5.0), json!(1.5), json!(0.1))
+    );
+    assert!(is_timestamp(&c["linked_at"]));
+}
+
+async fn fifty_concurrent_creates_make_fifty_shipments(app: &TestApp) {
+    let f = app.fixture().await;
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let r = app
+            .req(Method::POST, "/shipments", &f.key)
+            .json(&json!({"courier_company_id": f.courier_id, "description": format!("n{i}")}));
+        tasks.push(tokio::spawn(send(r)));
+    }
+    let mut codes = std::collections::HashSet::new();
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        codes.insert(body["code"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(codes.len(), 50);
+    let (_, page) = send(app.req(Method::GET, "/shipments?page_size=100", &f.key)).await;
+    assert_eq!(page["total"], 50);
+    let listed: std::collections::HashSet<String> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, codes);
+}
+
+async fn the_same_idempotency_key_twice_makes_one_shipment(app: &TestApp) {
+    let f = app.fixture().await;
+    let body = json!({"courier_company_id": f.courier_id, "items": ["a"]});
+    let post = || {
+        app.req(Method::POST, "/shipments", &f.key)
+            .header("Idempotency-Key", "order-1001")
+            .json(&body)
+    };
+    let first = post().send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    // The same body written differently is still the same request.
+    let second = app
+        .req(Method::POST, "/shipments", &f.key)
+        .header("Idempotency-Key", "order-1001")
+        .header("Content-Type", "application/json")
+        .body(format!(
+            "{{ \"items\": [\"a\"], \"courier_company_id\": {} }}",
+            f.courier_id
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), StatusCode::CREATED);
+    assert_eq!(second.headers()["idempotent-replayed"], "true");
+    assert_eq!(second.json::<Value>().await.unwrap(), first);
+    // Concurrent retries with the same key still make one shipment.
+    let racers: Vec<_> = (0..8).map(|_| tokio::spawn(send(post()))).collect();
+    for r in racers {
+        let (status, got) = r.await.unwrap();
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(got["code"], first["code"]);
+    }
+    let (_, page) = send(app.req(Method::GET, "/shipments", &f.key)).await;
+    assert_eq!(page["total"], 1);
+    // Keys are per merchant: another merchant's same key is its own.
+    let other = app.fixture().await;
+    let theirs = send(
+        app.req(Method::POST, "/shipments", &other.key)
+            .header("Idempotency-Key", "order-1001")
+            .json(&json!({"courier_company_id": other.courier_id})),
+    )
+    .await;
+    assert_eq!(theirs.0, StatusCode::CREATED);
+    assert_ne!(theirs.1["code"], first["code"]);
+}
+
+async fn an_idempotency_key_reused_with_another_body_is_409(app: &TestApp) {
+    let f = app.fixture().await;
+    let post = |items: Value| {
+        app.req(Method::POST, "/shipments", &f.key)
+            .header("Idempotency-Key", "k-42")
+            .json(&json!({"courier_company_id": f.courier_id, "items": items}))
+    };
+    assert_eq!(send(post(json!(["a"]))).await.0, StatusCode::CREATED);
+    let got = send(post(json!(["b"]))).await;
+    let body = assert_problem(&got, 409, "idempotency_conflict");
+    assert_eq!(body["field"], "Idempotency-Key");
+    let bad_key = send(
+        app.req(Method::POST, "/shipments", &f.key)
+            .header("Idempotency-Key", "x".repeat(256))
+            .json(&json!({"courier_company_id": f.courier_id})),
+    )
+    .await;
+    assert_problem(&bad_key, 400, "invalid_field");
+}
