@@ -136,9 +136,10 @@ Try it (copy and paste):
 
   export BASE={base} KEY={api_key} CK={courier_key}
   curl -s $BASE/merchant-couriers -H "X-API-KEY: $KEY"
-  curl -s $BASE/shipments -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' \
-       -d '{{"courier_company_id": {courier}, "weight_kg": 2.5, "items": ["book"], "start_address": "52.5200,13.4050", "end_address": "52.3759,4.8975"}}'
-  CODE=SHP-....-....   # the "code" of the answer above
+  CODE=$(curl -s $BASE/shipments -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' \
+       -d '{{"courier_company_id": {courier}, "weight_kg": 2.5, "items": ["book"], "start_address": "52.5200,13.4050", "end_address": "52.3759,4.8975"}}' \
+       | grep -o 'SHP-[0-9A-Z]\{{4\}}-[0-9A-Z]\{{4\}}' | head -1); echo $CODE
+  curl -s $BASE/shipments/$CODE -H "X-API-KEY: $KEY"
   curl -s -X POST $BASE/courier/shipments/$CODE/assign-driver -H "X-API-KEY: $CK" -H 'Content-Type: application/json' -d '{{"driver_id": {driver}}}'
   curl -s -X POST $BASE/courier/shipments/$CODE/pickup  -H "X-API-KEY: $CK"
   curl -s -X POST $BASE/courier/shipments/$CODE/deliver -H "X-API-KEY: $CK"

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod binary;
 mod courier;
 mod errors;
 mod lifecycle;
