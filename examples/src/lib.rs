@@ -1,0 +1,1 @@
+//! This package hosts the workspace's runnable examples (`cargo run -p examples --example NAME`).

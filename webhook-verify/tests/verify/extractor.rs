@@ -1,0 +1,135 @@
+//! The axum extractors, driven through a router with `oneshot`.
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::FromRef;
+use axum::http::{Request, StatusCode};
+use axum::routing::post;
+use http_body_util::BodyExt as _;
+use serde::Deserialize;
+use tower::ServiceExt as _;
+use webhook_verify::axum::{VerifiedBody, VerifiedJson};
+use webhook_verify::{SIGNATURE_HEADER, Verifier, sign};
+
+use crate::helpers::{BODY, KEY};
+
+#[derive(Deserialize)]
+struct Delivery {
+    code: String,
+    version: i64,
+}
+
+/// A state with the verifier inside, as a real receiver has.
+#[derive(Clone)]
+struct AppState {
+    verifier: Verifier,
+}
+
+impl FromRef<AppState> for Verifier {
+    fn from_ref(state: &AppState) -> Self {
+        state.verifier.clone()
+    }
+}
+
+async fn echo(VerifiedBody(body): VerifiedBody) -> Bytes {
+    body
+}
+
+async fn summary(VerifiedJson(delivery): VerifiedJson<Delivery>) -> String {
+    format!("{} v{}", delivery.code, delivery.version)
+}
+
+fn app() -> Router {
+    Router::new()
+        .route("/raw", post(echo))
+        .route("/json", post(summary))
+        .with_state(AppState {
+            verifier: Verifier::new(KEY),
+        })
+}
+
+fn delivery(path: &str, body: &'static [u8], signatures: &[&str]) -> Request<Body> {
+    let mut request = Request::post(path).header("content-type", "application/json");
+    for signature in signatures {
+        request = request.header(SIGNATURE_HEADER, *signature);
+    }
+    request.body(Body::from(body)).unwrap()
+}
+
+async fn send(request: Request<Body>) -> (StatusCode, String) {
+    let response = app().oneshot(request).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+#[tokio::test]
+async fn a_valid_delivery_reaches_the_handler_with_its_body() {
+    let (status, body) = send(delivery("/raw", BODY, &[&sign(KEY, BODY)])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body.as_bytes(), BODY);
+}
+
+#[tokio::test]
+async fn a_valid_delivery_reaches_the_handler_parsed() {
+    let (status, body) = send(delivery("/json", BODY, &[&sign(KEY, BODY)])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, "SHP-7K3M-Q9ZX v3");
+}
+
+#[tokio::test]
+async fn a_delivery_without_signature_is_unauthorized() {
+    let (status, body) = send(delivery("/raw", BODY, &[])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body, "missing X-Service-Signature header");
+}
+
+#[tokio::test]
+async fn a_delivery_with_a_bad_signature_is_unauthorized() {
+    let (status, body) = send(delivery("/json", BODY, &[&sign("whsec_other", BODY)])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body, "signature does not match the body");
+}
+
+#[tokio::test]
+async fn a_delivery_with_a_malformed_signature_is_unauthorized() {
+    let upper = sign(KEY, BODY).to_uppercase();
+    let (status, body) = send(delivery("/raw", BODY, &[&upper])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        body.starts_with("malformed X-Service-Signature header"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_signature_header_sent_twice_is_unauthorized() {
+    let good = sign(KEY, BODY);
+    let (status, _) = send(delivery("/raw", BODY, &[&good, &good])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_signed_body_that_is_not_the_expected_json_is_a_bad_request() {
+    const NOT_A_DELIVERY: &[u8] = br#"{"code": 7}"#;
+    let (status, body) = send(delivery(
+        "/json",
+        NOT_A_DELIVERY,
+        &[&sign(KEY, NOT_A_DELIVERY)],
+    ))
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.starts_with("the body is not the JSON"), "{body}");
+}
+
+#[tokio::test]
+async fn a_verifier_can_be_the_whole_state() {
+    let app = Router::new()
+        .route("/", post(echo))
+        .with_state(Verifier::new(KEY));
+    let response = app
+        .oneshot(delivery("/", BODY, &[&sign(KEY, BODY)]))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
