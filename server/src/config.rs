@@ -2,12 +2,15 @@
 //! default.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::domain::keys::Environment;
+use crate::domain::sealed::DataKey;
 use crate::store::PoolSettings;
+use crate::webhooks::DispatchSettings;
 
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://shipments.db";
@@ -45,6 +48,88 @@ fn parse_environment(s: &str) -> Result<Environment, String> {
     s.parse()
 }
 
+/// Webhook delivery.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// Deliver to loopback and private addresses too (tests and local
+    /// development only: it opens the server's network to merchants' URLs).
+    #[arg(long, env = "SHIPMENT_ALLOW_PRIVATE_WEBHOOK_TARGETS")]
+    pub allow_private_webhook_targets: bool,
+    /// Extra root certificates (PEM) to trust for webhook targets.
+    #[arg(long, env = "SHIPMENT_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
+    /// Longest a delivery may take, in seconds.
+    #[arg(long, env = "SHIPMENT_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
+    pub webhook_timeout_secs: u64,
+    /// Pause between outbox polls when there is nothing to deliver, in ms.
+    #[arg(long, env = "SHIPMENT_OUTBOX_POLL_MS", default_value_t = 200)]
+    pub outbox_poll_ms: u64,
+    /// How long a claimed outbox row is held before another process may
+    /// deliver it (a process that died), in seconds.
+    #[arg(long, env = "SHIPMENT_OUTBOX_LEASE_SECS", default_value_t = 60)]
+    pub outbox_lease_secs: u64,
+}
+
+impl Default for WebhookArgs {
+    fn default() -> Self {
+        WebhookArgs {
+            allow_private_webhook_targets: false,
+            webhook_ca_file: None,
+            webhook_timeout_secs: 10,
+            outbox_poll_ms: 200,
+            outbox_lease_secs: 60,
+        }
+    }
+}
+
+/// The key that seals webhook signing keys at rest.
+#[derive(Debug, Clone, Args)]
+pub struct DataKeyArgs {
+    /// 64 hex characters. Every process sharing a database needs the same
+    /// one. Without it, the key is read from (or created in) `--data-key-file`.
+    #[arg(long, env = "SHIPMENT_DATA_KEY", hide_env_values = true)]
+    pub data_key: Option<String>,
+    /// Where the data key is kept when `--data-key` is not given; created
+    /// (readable by the owner only) if missing.
+    #[arg(
+        long,
+        env = "SHIPMENT_DATA_KEY_FILE",
+        default_value = "shipment-data.key"
+    )]
+    pub data_key_file: PathBuf,
+}
+
+impl DataKeyArgs {
+    /// The data key: given, read from the file, or made and saved there.
+    pub fn load(&self) -> anyhow::Result<DataKey> {
+        use anyhow::Context as _;
+        if let Some(hex_key) = &self.data_key {
+            return DataKey::from_hex(hex_key).context("--data-key / SHIPMENT_DATA_KEY");
+        }
+        let path = &self.data_key_file;
+        match std::fs::read_to_string(path) {
+            Ok(text) => DataKey::from_hex(&text).with_context(|| format!("{}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = DataKey::generate();
+                write_private(path, &key.to_hex())
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                tracing::info!(path = %path.display(), "created a new data key file");
+                Ok(key)
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
 /// Settings of `serve`.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -60,11 +145,18 @@ pub struct Config {
     /// Longest a request may take, in seconds, before it is answered 503.
     #[arg(long, env = "SHIPMENT_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub data_key: DataKeyArgs,
 }
 
 impl Config {
     /// A configuration for `database_url` on a free local port, as tests
-    /// and the demo use it.
+    /// and the demo use it: private webhook targets allowed and a fresh
+    /// in-memory data key.
     pub fn local(database_url: &str) -> Config {
         Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -76,11 +168,39 @@ impl Config {
                 environment: Environment::Staging,
             },
             request_timeout_secs: 30,
+            webhooks: WebhookArgs {
+                allow_private_webhook_targets: true,
+                ..WebhookArgs::default()
+            },
+            data_key: DataKeyArgs {
+                data_key: Some(DataKey::generate().to_hex()),
+                data_key_file: PathBuf::from("shipment-data.key"),
+            },
         }
     }
 
     /// The request time-out.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    /// How the webhook dispatcher should behave (reads the CA file).
+    pub fn dispatch_settings(&self) -> anyhow::Result<DispatchSettings> {
+        use anyhow::Context as _;
+        let w = &self.webhooks;
+        let extra_roots_pem = match &w.webhook_ca_file {
+            Some(path) => Some(
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+            ),
+            None => None,
+        };
+        Ok(DispatchSettings {
+            allow_private_targets: w.allow_private_webhook_targets,
+            extra_roots_pem,
+            timeout: Duration::from_secs(w.webhook_timeout_secs.max(1)),
+            poll_interval: Duration::from_millis(w.outbox_poll_ms.max(10)),
+            lease: Duration::from_secs(w.outbox_lease_secs.max(w.webhook_timeout_secs * 2).max(1)),
+            ..DispatchSettings::default()
+        })
     }
 }

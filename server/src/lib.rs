@@ -15,15 +15,18 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod store;
+pub mod webhooks;
 
 pub use config::Config;
 use store::Store;
 
-/// A server bound to its address, with its database migrated.
+/// A server bound to its address, with its database migrated and its
+/// webhook dispatcher ready.
 pub struct Application {
     listener: TcpListener,
     router: axum::Router,
     store: Store,
+    dispatcher: webhooks::Dispatcher,
 }
 
 impl Application {
@@ -31,16 +34,25 @@ impl Application {
     pub async fn build(config: &Config) -> anyhow::Result<Application> {
         let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
         store.migrate().await?;
+        let data_key = config.data_key.load()?;
+        let dispatcher = webhooks::Dispatcher::new(
+            store.clone(),
+            data_key.clone(),
+            config.dispatch_settings()?,
+        )?;
         let listener = TcpListener::bind(config.addr).await?;
-        let state = http::AppState {
-            store: store.clone(),
-            environment: config.environment.environment,
-            request_timeout: config.request_timeout(),
-        };
+        let state = http::AppState::new(
+            store.clone(),
+            config.environment.environment,
+            config.request_timeout(),
+            data_key,
+            config.webhooks.allow_private_webhook_targets,
+        );
         Ok(Application {
             listener,
             router: http::router(state),
             store,
+            dispatcher,
         })
     }
 
@@ -56,15 +68,27 @@ impl Application {
         &self.store
     }
 
-    /// Serves until `shutdown` completes, then finishes in-flight requests
-    /// and closes the database.
+    /// The webhook dispatcher (tests drive it by hand with `run_once`).
+    pub fn dispatcher(&self) -> &webhooks::Dispatcher {
+        &self.dispatcher
+    }
+
+    /// Serves and delivers webhooks until `shutdown` completes, then
+    /// finishes in-flight requests and the deliveries in hand, and closes
+    /// the database.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let dispatching = tokio::spawn(self.dispatcher.run(stopped));
         let served = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await;
+        let _ = stop.send(true);
+        if let Err(e) = dispatching.await {
+            tracing::error!(error = %e, "the webhook dispatcher failed");
+        }
         self.store.close().await;
         served
     }

@@ -83,6 +83,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo { addr, database_url } => {
             let mut config = Config::local(&database_url);
             config.addr = addr;
+            // The demo database outlives the process, so its data key must too.
+            config.data_key.data_key = None;
+            config.data_key.data_key_file = "shipment-demo.key".into();
             let app = Application::build(&config)
                 .await
                 .context("cannot start the demo")?;
@@ -145,6 +148,14 @@ Try it (copy and paste):
   curl -s -X POST $BASE/courier/shipments/$CODE/deliver -H "X-API-KEY: $CK"
   curl -s -X POST $BASE/shipments/$CODE/rate -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' -d '{{"rating": 9}}'
   curl -s "$BASE/shipments?status=delivered" -H "X-API-KEY: $KEY"
+
+Dashboard API (Bearer token from a sign-in):
+
+  TOKEN=$(curl -s $BASE/auth/login -H 'Content-Type: application/json' \
+       -d '{{"email": "{email}", "password": "{password}"}}' | grep -o '"token":"[^"]*"' | cut -d'"' -f4)
+  curl -s $BASE/api-keys -H "Authorization: Bearer $TOKEN"
+  curl -s -X POST $BASE/webhooks -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+       -d '{{"url": "https://localhost:3000/webhooks/shipments"}}'
 
 Stop with Ctrl-C.
 "#,

@@ -102,6 +102,32 @@ impl ListQuery {
     }
 }
 
+/// Parses a query that only pages (`page`, `page_size`), such as a
+/// webhook's delivery log; returns `(page, page_size)`.
+pub fn parse_page(raw: &str) -> Result<(u32, u32), FieldError> {
+    let (mut page, mut page_size) = (None, None);
+    for (name, value) in url::form_urlencoded::parse(raw.as_bytes()) {
+        let slot = match name.as_ref() {
+            "page" => &mut page,
+            "page_size" => &mut page_size,
+            other => return Err(FieldError::unknown(other)),
+        };
+        if slot.is_some() {
+            return Err(FieldError::invalid(
+                name.as_ref(),
+                format!("`{name}` is given more than once"),
+            ));
+        }
+        let max = if name == "page" {
+            MAX_PAGE
+        } else {
+            MAX_PAGE_SIZE
+        };
+        *slot = Some(bounded(&name, &value, 1, max)?);
+    }
+    Ok((page.unwrap_or(1), page_size.unwrap_or(DEFAULT_PAGE_SIZE)))
+}
+
 fn bounded(name: &str, value: &str, min: u32, max: u32) -> Result<u32, FieldError> {
     value
         .parse::<u32>()

@@ -6,6 +6,8 @@ pub mod fee;
 pub mod keys;
 pub mod lifecycle;
 pub mod list_query;
+pub mod net;
+pub mod sealed;
 pub mod validation;
 
 /// A request field that is wrong, with what a person should know about it.

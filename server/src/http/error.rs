@@ -88,6 +88,14 @@ impl ApiError {
         )
     }
 
+    /// 429 `rate_limited`, retry after `secs` seconds.
+    pub fn rate_limited(detail: impl Into<String>, secs: u64) -> ApiError {
+        ApiError {
+            retry_after: Some(secs.max(1)),
+            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail)
+        }
+    }
+
     /// 503 `unavailable`, with a `Retry-After` hint.
     pub fn unavailable(detail: impl Into<String>) -> ApiError {
         ApiError {

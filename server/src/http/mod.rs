@@ -1,6 +1,7 @@
 //! The HTTP layer: one router per resource, shared state, and the
 //! cross-cutting middleware (request ids, limits, problem-shaped fallbacks).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -12,14 +13,18 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::domain::keys::Environment;
+use crate::domain::sealed::DataKey;
 use crate::store::Store;
 
+mod api_keys;
+mod auth;
 mod courier;
 mod couriers;
 pub mod error;
 pub mod extract;
 mod health;
 mod shipments;
+mod webhooks;
 
 pub use error::ApiError;
 
@@ -39,9 +44,35 @@ pub struct AppState {
     pub environment: Environment,
     /// Longest a request may take before it is answered 503.
     pub request_timeout: Duration,
+    /// Seals signing keys before they are stored.
+    pub data_key: DataKey,
+    /// Whether webhooks may point at private addresses.
+    pub allow_private_webhook_targets: bool,
+    /// Password checks running at once: argon2 is deliberately slow, so a
+    /// flood of sign-ins queues here instead of starving the API.
+    pub password_checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
+    /// The state of a server.
+    pub fn new(
+        store: Store,
+        environment: Environment,
+        request_timeout: Duration,
+        data_key: DataKey,
+        allow_private_webhook_targets: bool,
+    ) -> AppState {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        AppState {
+            store,
+            environment,
+            request_timeout,
+            data_key,
+            allow_private_webhook_targets,
+            password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
+        }
+    }
+
     /// `staging` or `production`.
     pub fn environment_name(&self) -> &'static str {
         match self.environment {
@@ -56,7 +87,10 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(shipments::router())
         .merge(couriers::router())
-        .merge(courier::router());
+        .merge(courier::router())
+        .merge(auth::router())
+        .merge(api_keys::router())
+        .merge(webhooks::router());
     let timeout = state.request_timeout;
     Router::new()
         .merge(health::router())

@@ -71,7 +71,23 @@ async fn create_shipment(
     let request_digest = hex::encode(Sha256::digest(
         serde_json::to_vec(&request).expect("requests serialize"),
     ));
-    let new = NewShipment::parse(request)?;
+    let mut new = NewShipment::parse(request)?;
+    if let Some(url) = &new.webhook_url {
+        new.webhook_url =
+            Some(super::webhooks::check_webhook_url(&state, "webhook_url", url).await?);
+        if state
+            .store
+            .shipment_signing_key(merchant.id)
+            .await?
+            .is_none()
+        {
+            return Err(ApiError::invalid_field(
+                "webhook_url",
+                "a shipment with its own webhook_url needs your shipment signing key first: \
+                 create it in the dashboard or with POST /webhooks/shipment-signing-key, then retry",
+            ));
+        }
+    }
     let pricing = state
         .store
         .linked_courier_pricing(merchant.id, new.courier_company_id)

@@ -15,6 +15,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 
 pub mod accounts;
+pub mod dashboard;
+pub mod outbox;
 pub mod shipments;
 
 /// Runs `$body` with `$pool` bound to the concrete pool.

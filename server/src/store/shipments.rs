@@ -6,7 +6,7 @@ use rust_decimal::Decimal;
 use shipment_sdk::model::{Shipment, Status};
 use sqlx::AssertSqlSafe;
 
-use super::{Store, StoreError, Tx, classify, now, on_pool, on_tx};
+use super::{Store, StoreError, Tx, classify, now, on_pool, on_tx, outbox};
 use crate::domain::Refusal;
 use crate::domain::code::ShipmentCode;
 use crate::domain::fee::from_minor_units;
@@ -352,6 +352,7 @@ impl Store {
                     continue;
                 }
             }
+            outbox::enqueue(&mut tx, record.id, merchant_id, &shipment).await?;
             tx.commit().await?;
             return Ok(Created::New(Box::new(shipment)));
         }
@@ -456,8 +457,10 @@ impl Store {
             record.version = read_version + 1;
             record.updated_at = at;
             if write_back(&mut tx, &record, read_version).await? {
+                let shipment = record.to_model()?;
+                outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
                 tx.commit().await?;
-                return Ok(Change::Done(record.to_model()?));
+                return Ok(Change::Done(shipment));
             }
         }
         Err(StoreError::Conflict(format!(
@@ -574,8 +577,10 @@ impl Store {
                     .execute(conn)
                     .await
                     .map(|r| r.rows_affected()))?;
+                let shipment = record.to_model()?;
+                outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
                 tx.commit().await?;
-                return Ok(Change::Done(record.to_model()?));
+                return Ok(Change::Done(shipment));
             }
         }
         Err(StoreError::Conflict(format!(

@@ -150,6 +150,8 @@ async fn the_demo_prints_working_credentials_and_stops_gracefully() {
     let db = format!("sqlite://{}", dir.path().join("demo.db").display());
     let mut child = server()
         .args(["demo", "--addr", "127.0.0.1:0", "--database-url", &db])
+        // The demo keeps its data key beside the working directory.
+        .current_dir(dir.path())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

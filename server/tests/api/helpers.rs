@@ -74,6 +74,11 @@ impl TestApp {
     /// Starts a server on a fresh database; `None` (with a note on stderr)
     /// when PostgreSQL is asked for and `TEST_DATABASE_URL` is not set.
     pub async fn spawn(db: Db) -> Option<TestApp> {
+        TestApp::spawn_with(db, |_| {}).await
+    }
+
+    /// Like [`TestApp::spawn`], with the configuration adjusted first.
+    pub async fn spawn_with(db: Db, configure: impl FnOnce(&mut Config)) -> Option<TestApp> {
         let (url, cleanup) = match db {
             Db::Sqlite => {
                 let dir = tempfile::tempdir().expect("a temporary directory");
@@ -100,6 +105,9 @@ impl TestApp {
         };
         let mut config = Config::local(&url);
         config.request_timeout_secs = 30;
+        config.webhooks.webhook_ca_file = Some(crate::receiver::ca().pem_file.clone());
+        config.webhooks.outbox_poll_ms = 50;
+        configure(&mut config);
         let app = Application::build(&config)
             .await
             .expect("the server starts");
@@ -147,10 +155,14 @@ impl TestApp {
 
     /// A merchant with a key, a linked courier with a key and a driver.
     pub async fn fixture(&self) -> Fixture {
-        let s = &self.store;
         let email = format!("m-{}@example.com", uuid::Uuid::new_v4().simple());
+        self.fixture_for(&email, "not-a-real-hash").await
+    }
+
+    async fn fixture_for(&self, email: &str, password_hash: &str) -> Fixture {
+        let s = &self.store;
         let merchant_id = s
-            .create_merchant("Shop", &email, "not-a-real-hash")
+            .create_merchant("Shop", email, password_hash)
             .await
             .unwrap();
         let key = s
@@ -171,6 +183,37 @@ impl TestApp {
             courier_key: courier_key.key.expose().to_owned(),
             driver_id: driver.id,
         }
+    }
+
+    /// A merchant who can sign in to the dashboard with the returned
+    /// (email, password), plus the usual fixture.
+    pub async fn fixture_with_login(&self) -> (Fixture, String, String) {
+        let email = format!("login-{}@example.com", uuid::Uuid::new_v4().simple());
+        let password = "correct horse battery".to_owned();
+        let hash = shipment_server::admin::hash_password(password.clone())
+            .await
+            .unwrap();
+        let f = self.fixture_for(&email, &hash).await;
+        (f, email, password)
+    }
+
+    /// Signs in and returns the Bearer token.
+    pub async fn login(&self, email: &str, password: &str) -> String {
+        let (status, body) = send(
+            self.client
+                .post(format!("{}/auth/login", self.base))
+                .json(&json!({"email": email, "password": password})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    }
+
+    /// A request to `path` under `/api/v1` with a Bearer token.
+    pub fn bearer(&self, method: Method, path: &str, token: &str) -> RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token)
     }
 
     /// A request to `path` under `/api/v1` with `key` as `X-API-KEY`.

@@ -2,9 +2,12 @@
 //! every body run on SQLite and (with `TEST_DATABASE_URL`) on PostgreSQL.
 
 mod helpers;
+mod receiver;
 
 mod binary;
 mod courier;
+mod dashboard;
+mod delivery;
 mod errors;
 mod lifecycle;
 mod shipments;

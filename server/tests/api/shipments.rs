@@ -31,14 +31,23 @@ fn is_timestamp(v: &Value) -> bool {
 }
 
 async fn create_answers_201_with_every_documented_field(app: &TestApp) {
-    let f = app.fixture().await;
+    let (f, email, password) = app.fixture_with_login().await;
+    // A shipment's own webhook_url needs the shipment signing key.
+    let token = app.login(&email, &password).await;
+    let (status, _) = crate::helpers::send(app.bearer(
+        reqwest::Method::POST,
+        "/webhooks/shipment-signing-key",
+        &token,
+    ))
+    .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED);
     let s = app
         .create(
             &f,
             json!({"courier_company_id": f.courier_id, "description": "Two boxes", "weight_kg": 4.5,
                    "dimensions": "30x20x10 cm", "items": ["book", "lamp"],
                    "start_address": "Main St 1", "end_address": "High St 2",
-                   "webhook_url": "https://example.com/hook"}),
+                   "webhook_url": "https://localhost:9/hook"}),
         )
         .await;
     let code = s["code"].as_str().unwrap();

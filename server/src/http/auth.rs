@@ -1,0 +1,215 @@
+//! Dashboard sign-in (`/auth/login`, `/auth/logout`) and the [`Session`]
+//! extractor that guards every Bearer route.
+
+use std::sync::OnceLock;
+
+use argon2::{Argon2, PasswordHash, PasswordVerifier};
+use axum::extract::{FromRef, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::routing::post;
+use axum::{Json, Router};
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::extract::{API_KEY_HEADER, ApiJson};
+use super::{ApiError, AppState};
+use crate::domain::keys;
+use crate::store::now;
+
+/// How long a session token works.
+pub const SESSION_TTL: Duration = Duration::hours(12);
+/// Failed sign-ins for one e-mail tolerated within [`LOGIN_WINDOW`].
+pub const MAX_LOGIN_FAILURES: i64 = 5;
+/// The window over which failed sign-ins are counted.
+pub const LOGIN_WINDOW: Duration = Duration::minutes(15);
+/// Longest e-mail or password looked at (argon2 of a huge password is a DoS).
+pub const MAX_CREDENTIAL_LEN: usize = 256;
+
+pub(super) fn router() -> axum::Router<AppState> {
+    Router::new()
+        .route("/auth/login", post(login))
+        .route("/auth/logout", post(logout))
+}
+
+/// `POST /auth/login` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    email: String,
+    password: String,
+}
+
+/// A new session.
+#[derive(Debug, Serialize)]
+pub struct LoginResponse {
+    token: String,
+    token_type: &'static str,
+    #[serde(with = "shipment_sdk::model::timestamp")]
+    expires_at: DateTime<Utc>,
+}
+
+async fn login(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<LoginRequest>,
+) -> Result<(StatusCode, Json<LoginResponse>), ApiError> {
+    let email = request.email.trim().to_ascii_lowercase();
+    if email.is_empty() || email.len() > MAX_CREDENTIAL_LEN {
+        return Err(ApiError::invalid_field(
+            "email",
+            format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters"),
+        ));
+    }
+    if request.password.len() > MAX_CREDENTIAL_LEN {
+        return Err(ApiError::invalid_field(
+            "password",
+            format!("`password` must be at most {MAX_CREDENTIAL_LEN} characters"),
+        ));
+    }
+    let at = now();
+    let (failures, oldest) = state
+        .store
+        .login_failures(&email, at - LOGIN_WINDOW)
+        .await?;
+    if failures >= MAX_LOGIN_FAILURES {
+        let until = oldest.unwrap_or(at) + LOGIN_WINDOW;
+        let secs = u64::try_from((until - at).num_seconds() + 1).unwrap_or(1);
+        return Err(ApiError::rate_limited(
+            format!(
+                "too many failed sign-ins for this e-mail; try again in {} minutes",
+                secs.div_ceil(60)
+            ),
+            secs,
+        ));
+    }
+    let account = state.store.login(&email).await?;
+    // An unknown e-mail costs the same argon2 run as a known one, so timing
+    // does not tell which addresses have accounts.
+    let hash = account
+        .as_ref()
+        .map_or_else(|| dummy_hash().to_owned(), |a| a.password_hash.clone());
+    let matches = check_password(&state, hash, request.password).await?;
+    match account {
+        Some(account) if matches => {
+            state.store.clear_login_failures(&email).await?;
+            let (token, expires_at) = state
+                .store
+                .create_session(account.merchant_id, SESSION_TTL)
+                .await?;
+            Ok((
+                StatusCode::OK,
+                Json(LoginResponse {
+                    token: token.expose().to_owned(),
+                    token_type: "Bearer",
+                    expires_at,
+                }),
+            ))
+        }
+        _ => {
+            state
+                .store
+                .record_login_failure(&email, at - LOGIN_WINDOW)
+                .await?;
+            Err(ApiError::unauthenticated("wrong e-mail or password"))
+        }
+    }
+}
+
+/// Runs argon2 off the async threads, at most one per core at a time.
+async fn check_password(
+    state: &AppState,
+    hash: String,
+    password: String,
+) -> Result<bool, ApiError> {
+    let _permit = state
+        .password_checks
+        .acquire()
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    tokio::task::spawn_blocking(move || {
+        PasswordHash::new(&hash)
+            .map(|parsed| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
+            .unwrap_or(false)
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))
+}
+
+/// A valid argon2id hash of a random password, for unknown e-mails.
+fn dummy_hash() -> &'static str {
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| {
+        use argon2::PasswordHasher;
+        let password = keys::random_token("");
+        PasswordHasher::<PasswordHash>::hash_password(
+            &Argon2::default(),
+            password.expose().as_bytes(),
+        )
+        .map(|h| h.to_string())
+        .unwrap_or_default()
+    })
+}
+
+async fn logout(State(state): State<AppState>, session: Session) -> Result<StatusCode, ApiError> {
+    state.store.delete_session(session.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A signed-in dashboard session (`Authorization: Bearer <token>`).
+#[derive(Debug, Clone, Copy)]
+pub struct Session {
+    /// The session's id.
+    pub id: i64,
+    /// The merchant it belongs to.
+    pub merchant_id: i64,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Session
+where
+    AppState: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = AppState::from_ref(state);
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            let detail = if parts.headers.contains_key(API_KEY_HEADER) {
+                "this dashboard route takes a session token (Authorization: Bearer ...) from POST /auth/login, not an API key"
+            } else {
+                "missing Authorization: Bearer header; sign in with POST /auth/login"
+            };
+            return Err(ApiError::unauthenticated(detail));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthenticated("the Authorization header must be `Bearer <token>`")
+            })?;
+        if keys::shape(token).is_some() {
+            return Err(ApiError::unauthenticated(
+                "this dashboard route takes a session token, not an API key",
+            ));
+        }
+        let session = state
+            .store
+            .session(&keys::digest(token))
+            .await?
+            .ok_or_else(|| {
+                ApiError::unauthenticated(
+                    "the session has expired or was signed out; sign in again",
+                )
+            })?;
+        Ok(Session {
+            id: session.id,
+            merchant_id: session.merchant_id,
+        })
+    }
+}

@@ -1,0 +1,265 @@
+//! Webhook delivery: the dispatcher that drains the outbox, signs each
+//! change and POSTs it to every target, and the SSRF guard.
+//!
+//! Delivery is at most one attempt per change and target (DESIGN §4): a
+//! failure is logged, not retried; receivers catch up with
+//! `GET /shipments?updated_after=...`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::domain::sealed::DataKey;
+use crate::store::outbox::{Attempt, OutboxRow, Target};
+use crate::store::{Store, StoreError};
+
+pub mod guard;
+
+/// Header naming a delivery, unique per change and target, so a receiver can
+/// spot a repeat after a dispatcher crash.
+pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
+/// The `User-Agent` of deliveries.
+pub const USER_AGENT: &str = concat!("shipment-server/", env!("CARGO_PKG_VERSION"), " (webhooks)");
+
+/// How the dispatcher behaves.
+#[derive(Debug, Clone)]
+pub struct DispatchSettings {
+    /// Allow loopback and private targets (tests, local development).
+    pub allow_private_targets: bool,
+    /// Extra root certificates (PEM) trusted for targets.
+    pub extra_roots_pem: Option<Vec<u8>>,
+    /// Longest a delivery may take, connection included.
+    pub timeout: Duration,
+    /// Pause between polls when the outbox is empty.
+    pub poll_interval: Duration,
+    /// How long a claim holds before another process may take the row.
+    pub lease: Duration,
+    /// Rows claimed at once.
+    pub batch: u32,
+}
+
+impl Default for DispatchSettings {
+    fn default() -> Self {
+        DispatchSettings {
+            allow_private_targets: false,
+            extra_roots_pem: None,
+            timeout: Duration::from_secs(10),
+            poll_interval: Duration::from_millis(200),
+            lease: Duration::from_secs(60),
+            batch: 32,
+        }
+    }
+}
+
+/// Drains the outbox. Cheap to clone; every clone shares one HTTP client.
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    data_key: DataKey,
+    client: reqwest::Client,
+    settings: DispatchSettings,
+    worker: String,
+}
+
+impl Dispatcher {
+    /// A dispatcher for `store`, opening signing keys with `data_key`.
+    pub fn new(
+        store: Store,
+        data_key: DataKey,
+        settings: DispatchSettings,
+    ) -> anyhow::Result<Dispatcher> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .https_only(true)
+            .dns_resolver(guard::PublicOnlyResolver {
+                allow_private: settings.allow_private_targets,
+            });
+        if let Some(pem) = &settings.extra_roots_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .context("the webhook CA file holds no valid PEM certificate")?;
+            builder = builder.tls_certs_merge(certs);
+        }
+        let client = builder.build().context("cannot build the webhook client")?;
+        Ok(Dispatcher {
+            inner: Arc::new(Inner {
+                store,
+                data_key,
+                client,
+                settings,
+                worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            }),
+        })
+    }
+
+    /// Polls and delivers until `stop` turns true, then finishes the batch in
+    /// hand and returns.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let handled = match self.run_once().await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox: cannot claim rows; will retry");
+                    0
+                }
+            };
+            if handled < self.inner.settings.batch as usize {
+                tokio::select! {
+                    () = tokio::time::sleep(self.inner.settings.poll_interval) => {}
+                    _ = stop.changed() => {}
+                }
+            }
+        }
+    }
+
+    /// Claims one batch and delivers it; returns how many rows it handled.
+    pub async fn run_once(&self) -> Result<usize, StoreError> {
+        let inner = &self.inner;
+        let lease = chrono::Duration::from_std(inner.settings.lease)
+            .unwrap_or(chrono::Duration::seconds(60));
+        let rows = inner
+            .store
+            .claim_outbox(&inner.worker, lease, inner.settings.batch)
+            .await?;
+        let n = rows.len();
+        // At most one row per shipment is claimable at a time, so the rows of
+        // a batch can go out in parallel without reordering any shipment.
+        let mut running = JoinSet::new();
+        for row in rows {
+            let this = self.clone();
+            running.spawn(async move {
+                if let Err(e) = this.deliver_row(&row).await {
+                    // The lease runs out and another claim retries the row.
+                    tracing::warn!(outbox_id = row.id, error = %e, "outbox: row not finished");
+                }
+            });
+        }
+        while running.join_next().await.is_some() {}
+        Ok(n)
+    }
+
+    async fn deliver_row(&self, row: &OutboxRow) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let done = store.attempted_urls(row.id).await?;
+        let targets: Vec<Target> = store
+            .outbox_targets(row)
+            .await?
+            .into_iter()
+            .filter(|t| !done.contains(&t.url))
+            .collect();
+        let mut sends = JoinSet::new();
+        for target in targets {
+            let this = self.clone();
+            let row = row.clone();
+            sends.spawn(async move {
+                let attempt = this.send(&row, &target).await;
+                this.inner
+                    .store
+                    .record_delivery(&row, &target, &attempt)
+                    .await
+            });
+        }
+        while let Some(recorded) = sends.join_next().await {
+            match recorded {
+                Ok(result) => result?,
+                Err(e) => tracing::error!(error = %e, "outbox: a delivery task failed"),
+            }
+        }
+        store.finish_outbox(row.id, &self.inner.worker).await
+    }
+
+    async fn send(&self, row: &OutboxRow, target: &Target) -> Attempt {
+        let started = Instant::now();
+        let outcome = self.try_send(row, target).await;
+        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let attempt = match outcome {
+            Ok(status) if status < 400 => Attempt {
+                status_code: Some(status),
+                error: None,
+                duration_ms,
+            },
+            Ok(status) => Attempt {
+                status_code: Some(status),
+                error: Some(format!("the receiver answered {status}")),
+                duration_ms,
+            },
+            Err(error) => Attempt {
+                status_code: None,
+                error: Some(error),
+                duration_ms,
+            },
+        };
+        tracing::info!(
+            outbox_id = row.id,
+            shipment = %row.shipment_code,
+            version = row.version,
+            url = %target.url,
+            status = attempt.status_code,
+            error = attempt.error.as_deref(),
+            duration_ms,
+            "webhook delivery"
+        );
+        attempt
+    }
+
+    async fn try_send(&self, row: &OutboxRow, target: &Target) -> Result<u16, String> {
+        let url = url::Url::parse(&target.url).map_err(|e| format!("invalid URL: {e}"))?;
+        guard::check_literal(&url, self.inner.settings.allow_private_targets)?;
+        let sealed = target
+            .signing_key_sealed
+            .as_deref()
+            .ok_or("the merchant has no shipment signing key")?;
+        let key = self
+            .inner
+            .data_key
+            .open(sealed)
+            .map_err(|e| e.to_string())?;
+        let signature = webhook_verify::sign(&key, row.payload.as_bytes());
+        let delivery_id = match target.webhook_id {
+            Some(id) => format!("dlv_{}_w{id}", row.id),
+            None => format!("dlv_{}_s", row.id),
+        };
+        let response = self
+            .inner
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(webhook_verify::SIGNATURE_HEADER, signature)
+            .header(DELIVERY_ID_HEADER, delivery_id)
+            .body(row.payload.clone())
+            .send()
+            .await
+            .map_err(|e| describe(&e, self.inner.settings.timeout))?;
+        Ok(response.status().as_u16())
+    }
+}
+
+/// A one-line reason for the delivery log, without internals of reqwest.
+fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+    if e.is_timeout() {
+        return format!("timed out after {} s", timeout.as_secs());
+    }
+    // The innermost cause says what happened (refused, TLS, private address).
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    if e.is_connect() {
+        format!("connection failed: {cause}")
+    } else {
+        format!("request failed: {cause}")
+    }
+}

@@ -1,0 +1,368 @@
+//! The dashboard endpoints (Bearer): sign-in and its throttle, API keys,
+//! webhooks and the shipment signing key.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::db_tests;
+use crate::helpers::{Db, TestApp, assert_problem, send};
+
+db_tests!(
+    sign_in_gives_a_bearer_token_that_sign_out_ends,
+    wrong_passwords_are_refused_and_the_sixth_try_is_throttled,
+    api_keys_and_bearer_tokens_do_not_mix,
+    api_keys_are_listed_without_secrets_created_once_and_deleted_at_once,
+    a_pasted_key_is_verified,
+    webhooks_are_registered_once_toggled_and_deleted,
+    webhook_urls_must_be_https,
+    shipment_webhook_url_needs_the_signing_key_first,
+    dashboard_ids_of_other_merchants_are_not_found,
+);
+
+async fn sign_in_gives_a_bearer_token_that_sign_out_ends(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    // E-mail matching ignores case and surrounding spaces.
+    let (status, body) =
+        send(app.client.post(format!("{}/auth/login", app.base)).json(
+            &json!({"email": format!("  {}  ", email.to_uppercase()), "password": password}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["token_type"], "Bearer");
+    assert!(body["expires_at"].as_str().unwrap().ends_with('Z'));
+    let token = body["token"].as_str().unwrap();
+
+    let (status, _) = send(app.bearer(Method::GET, "/api-keys", token)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = send(app.bearer(Method::POST, "/auth/logout", token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let got = send(app.bearer(Method::GET, "/api-keys", token)).await;
+    assert_problem(&got, 401, "unauthenticated");
+}
+
+async fn wrong_passwords_are_refused_and_the_sixth_try_is_throttled(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    let attempt = |password: String| {
+        send(
+            app.client
+                .post(format!("{}/auth/login", app.base))
+                .json(&json!({"email": email, "password": password})),
+        )
+    };
+    for _ in 0..5 {
+        let got = attempt("wrong password".into()).await;
+        assert_problem(&got, 401, "unauthenticated");
+    }
+    // Now even the right password waits for the window to pass.
+    let response = app
+        .client
+        .post(format!("{}/auth/login", app.base))
+        .json(&json!({"email": email, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=15 * 60 + 1).contains(&retry_after), "{retry_after}");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "rate_limited");
+    // Unknown e-mails are refused the same way as wrong passwords.
+    let got = send(
+        app.client
+            .post(format!("{}/auth/login", app.base))
+            .json(&json!({"email": "nobody@example.com", "password": "whatever!"})),
+    )
+    .await;
+    assert_problem(&got, 401, "unauthenticated");
+}
+
+async fn api_keys_and_bearer_tokens_do_not_mix(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    // An API key on a Bearer route.
+    let got = send(app.req(Method::GET, "/api-keys", &f.key)).await;
+    assert_problem(&got, 401, "unauthenticated");
+    let got = send(app.bearer(Method::GET, "/api-keys", &f.key)).await;
+    assert_problem(&got, 401, "unauthenticated");
+    // A Bearer token on an API-key route.
+    let got = send(app.bearer(Method::GET, "/shipments", &token)).await;
+    assert_problem(&got, 401, "unauthenticated");
+    // Malformed and unknown tokens.
+    for auth in ["Bearer", "Basic abc", "Bearer not-a-token"] {
+        let got = send(
+            app.client
+                .get(format!("{}/api-keys", app.base))
+                .header("Authorization", auth),
+        )
+        .await;
+        assert_problem(&got, 401, "unauthenticated");
+    }
+}
+
+async fn api_keys_are_listed_without_secrets_created_once_and_deleted_at_once(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+
+    let (status, created) = send(
+        app.bearer(Method::POST, "/api-keys", &token)
+            .json(&json!({"name": "checkout"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let key = created["key"].as_str().unwrap().to_owned();
+    assert!(key.starts_with("sk_test_") && key.len() == 40, "{key}");
+    assert_eq!(created["name"], "checkout");
+    assert_eq!(created["prefix"], "sk_test_");
+    assert_eq!(created["last4"], key[key.len() - 4..]);
+    assert!(created["last_used_at"].is_null());
+
+    // A body is optional; the name then has a default.
+    let (status, unnamed) = send(app.bearer(Method::POST, "/api-keys", &token)).await;
+    assert_eq!(status, StatusCode::CREATED, "{unnamed}");
+    assert_eq!(unnamed["name"], "API key");
+
+    // The new key works on the API.
+    let (status, _) = send(app.req(Method::GET, "/shipments", &key)).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, list) = send(app.bearer(Method::GET, "/api-keys", &token)).await;
+    assert_eq!(status, StatusCode::OK);
+    let listed = list["data"].as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{list}");
+    let text = list.to_string();
+    assert!(
+        !text.contains(&key) && !text.contains(&f.key),
+        "a secret leaked: {text}"
+    );
+    assert!(listed.iter().all(|k| k.get("key").is_none()));
+
+    // Delete: the key fails at once; a second delete is 404.
+    let id = created["id"].as_i64().unwrap();
+    let (status, _) = send(app.bearer(Method::DELETE, &format!("/api-keys/{id}"), &token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let got = send(app.req(Method::GET, "/shipments", &key)).await;
+    assert_problem(&got, 401, "unauthenticated");
+    let got = send(app.bearer(Method::DELETE, &format!("/api-keys/{id}"), &token)).await;
+    assert_problem(&got, 404, "not_found");
+    let got = send(app.bearer(Method::DELETE, "/api-keys/abc", &token)).await;
+    assert_problem(&got, 400, "invalid_identifier");
+
+    // Limits on the name.
+    let got = send(
+        app.bearer(Method::POST, "/api-keys", &token)
+            .json(&json!({"name": "x".repeat(101)})),
+    )
+    .await;
+    assert_problem(&got, 400, "invalid_field");
+    let got = send(
+        app.bearer(Method::POST, "/api-keys", &token)
+            .json(&json!({"label": "x"})),
+    )
+    .await;
+    assert_problem(&got, 400, "unknown_field");
+}
+
+async fn a_pasted_key_is_verified(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let other = app.fixture().await;
+    let token = app.login(&email, &password).await;
+    let verify = |key: String| {
+        send(
+            app.bearer(Method::POST, "/api-keys/verify", &token)
+                .json(&json!({ "key": key })),
+        )
+    };
+    let (status, body) = verify(f.key.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["valid"], true);
+    assert_eq!(body["name"], "test");
+    assert!(body["id"].is_i64());
+    for key in [
+        other.key.clone(),
+        "sk_test_nope".to_owned(),
+        f.key.replace("sk_test_", "sk_live_"),
+        String::new(),
+    ] {
+        let (status, body) = verify(key).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"valid": false}));
+    }
+}
+
+async fn webhooks_are_registered_once_toggled_and_deleted(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    let url = "https://localhost:9/hook";
+    let (status, created) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": url })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let key = created["signing_key"].as_str().unwrap();
+    assert!(key.starts_with("whsec_") && key.len() == 38, "{key}");
+    assert_eq!(created["active"], true);
+    let id = created["webhook_id"].as_i64().unwrap();
+
+    let got = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": url })),
+    )
+    .await;
+    assert_problem(&got, 409, "webhook_url_taken");
+
+    let (_, list) = send(app.bearer(Method::GET, "/webhooks", &token)).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert!(!list.to_string().contains(key), "the signing key leaked");
+    assert_eq!(list["data"][0]["url"], url);
+
+    let (status, off) = send(
+        app.bearer(Method::PATCH, &format!("/webhooks/{id}"), &token)
+            .json(&json!({"active": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{off}");
+    assert_eq!(off["active"], false);
+    let got = send(
+        app.bearer(Method::PATCH, &format!("/webhooks/{id}"), &token)
+            .json(&json!({"active": "no"})),
+    )
+    .await;
+    assert_problem(&got, 400, "invalid_field");
+
+    let (status, log) = send(app.bearer(
+        Method::GET,
+        &format!("/webhooks/{id}/deliveries?page_size=5"),
+        &token,
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    assert_eq!(log["total"], 0);
+    assert_eq!(log["page_size"], 5);
+    let got = send(app.bearer(
+        Method::GET,
+        &format!("/webhooks/{id}/deliveries?page_size=101"),
+        &token,
+    ))
+    .await;
+    assert_problem(&got, 400, "invalid_field");
+
+    let (status, _) = send(app.bearer(Method::DELETE, &format!("/webhooks/{id}"), &token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let got = send(app.bearer(Method::DELETE, &format!("/webhooks/{id}"), &token)).await;
+    assert_problem(&got, 404, "not_found");
+    // Deleted, the URL may be registered again.
+    let (status, _) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": url })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+async fn webhook_urls_must_be_https(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    for url in [
+        "http://example.com/hook",
+        "not a url",
+        "https://user:pw@example.com/",
+        "",
+    ] {
+        let got = send(
+            app.bearer(Method::POST, "/webhooks", &token)
+                .json(&json!({ "url": url })),
+        )
+        .await;
+        let problem = assert_problem(&got, 400, "invalid_field");
+        assert_eq!(problem["field"], "url");
+    }
+}
+
+async fn shipment_webhook_url_needs_the_signing_key_first(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let body =
+        json!({"courier_company_id": f.courier_id, "webhook_url": "https://localhost:9/own"});
+    let got = send(app.req(Method::POST, "/shipments", &f.key).json(&body)).await;
+    let problem = assert_problem(&got, 400, "invalid_field");
+    assert_eq!(problem["field"], "webhook_url");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/webhooks/shipment-signing-key")
+    );
+
+    let token = app.login(&email, &password).await;
+    let (status, first) =
+        send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert!(first["signing_key"].as_str().unwrap().starts_with("whsec_"));
+    let (status, _) = send(app.req(Method::POST, "/shipments", &f.key).json(&body)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // Rotating gives a new key.
+    let (_, second) =
+        send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
+    assert_ne!(first["signing_key"], second["signing_key"]);
+}
+
+async fn dashboard_ids_of_other_merchants_are_not_found(app: &TestApp) {
+    let (_, email_a, password_a) = app.fixture_with_login().await;
+    let (b, email_b, password_b) = app.fixture_with_login().await;
+    let token_a = app.login(&email_a, &password_a).await;
+    let token_b = app.login(&email_b, &password_b).await;
+    let (_, hook) = send(
+        app.bearer(Method::POST, "/webhooks", &token_b)
+            .json(&json!({"url": "https://localhost:9/b"})),
+    )
+    .await;
+    let hook_id = hook["webhook_id"].as_i64().unwrap();
+    let (_, keys) = send(app.bearer(Method::GET, "/api-keys", &token_b)).await;
+    let key_id = keys["data"][0]["id"].as_i64().unwrap();
+
+    for (method, path) in [
+        (Method::DELETE, format!("/api-keys/{key_id}")),
+        (Method::DELETE, format!("/webhooks/{hook_id}")),
+        (Method::GET, format!("/webhooks/{hook_id}/deliveries")),
+    ] {
+        let got = send(app.bearer(method, &path, &token_a)).await;
+        assert_problem(&got, 404, "not_found");
+    }
+    // B's key still works.
+    let (status, _) = send(app.req(Method::GET, "/shipments", &b.key)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// Without `--allow-private-webhook-targets`, loopback targets are refused.
+#[tokio::test]
+async fn private_webhook_targets_are_refused_by_default() {
+    let app = TestApp::spawn_with(Db::Sqlite, |c| {
+        c.webhooks.allow_private_webhook_targets = false;
+    })
+    .await
+    .unwrap();
+    let (_, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    for url in [
+        "https://127.0.0.1/hook",
+        "https://localhost/hook",
+        "https://[::1]/hook",
+        "https://169.254.169.254/latest",
+    ] {
+        let got = send(
+            app.bearer(Method::POST, "/webhooks", &token)
+                .json(&json!({ "url": url })),
+        )
+        .await;
+        let problem = assert_problem(&got, 400, "invalid_field");
+        assert!(
+            problem["detail"].as_str().unwrap().contains("private"),
+            "{problem}"
+        );
+    }
+    app.stop().await;
+}
