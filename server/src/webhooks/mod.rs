@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use tokio::sync::watch;
+use std::collections::HashMap;
+
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use crate::domain::sealed::DataKey;
@@ -39,6 +41,11 @@ pub struct DispatchSettings {
     pub lease: Duration,
     /// Rows claimed at once.
     pub batch: u32,
+    /// Rows being delivered at once, overall.
+    pub max_in_flight: usize,
+    /// Requests in flight to one URL at once, so a slow receiver holds only
+    /// its own share.
+    pub per_target: usize,
 }
 
 impl Default for DispatchSettings {
@@ -50,6 +57,8 @@ impl Default for DispatchSettings {
             poll_interval: Duration::from_millis(200),
             lease: Duration::from_secs(60),
             batch: 32,
+            max_in_flight: 64,
+            per_target: 8,
         }
     }
 }
@@ -66,6 +75,7 @@ struct Inner {
     client: reqwest::Client,
     settings: DispatchSettings,
     worker: String,
+    per_target: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl Dispatcher {
@@ -97,55 +107,74 @@ impl Dispatcher {
                 data_key,
                 client,
                 settings,
+                per_target: std::sync::Mutex::default(),
                 worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             }),
         })
     }
 
-    /// Polls and delivers until `stop` turns true, then finishes the batch in
-    /// hand and returns.
+    /// Polls and delivers until `stop` turns true, then finishes the
+    /// deliveries in flight and returns.
+    ///
+    /// Rows are claimed whenever there is room (up to `max_in_flight`), not
+    /// batch by batch, so a slow receiver delays only its own rows.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let settings = &self.inner.settings;
+        let mut running: JoinSet<()> = JoinSet::new();
         loop {
             if *stop.borrow() {
-                return;
+                break;
             }
-            let handled = match self.run_once().await {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::warn!(error = %e, "outbox: cannot claim rows; will retry");
-                    0
+            while running.try_join_next().is_some() {}
+            let room = settings.max_in_flight.saturating_sub(running.len());
+            let mut claimed = 0;
+            if room > 0 {
+                let limit = u32::try_from(room).unwrap_or(u32::MAX).min(settings.batch);
+                match self.claim(limit).await {
+                    Ok(rows) => {
+                        claimed = rows.len();
+                        for row in rows {
+                            running.spawn(self.clone().deliver_row_logged(row));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "outbox: cannot claim rows; will retry"),
                 }
-            };
-            if handled < self.inner.settings.batch as usize {
+            }
+            if claimed == 0 || running.len() >= settings.max_in_flight {
+                // A finished row may unblock the next change of its shipment,
+                // so a completion is a reason to claim again.
                 tokio::select! {
-                    () = tokio::time::sleep(self.inner.settings.poll_interval) => {}
+                    Some(_) = running.join_next(), if !running.is_empty() => {}
+                    () = tokio::time::sleep(settings.poll_interval) => {}
                     _ = stop.changed() => {}
                 }
             }
         }
+        while running.join_next().await.is_some() {}
     }
 
-    /// Claims one batch and delivers it; returns how many rows it handled.
-    pub async fn run_once(&self) -> Result<usize, StoreError> {
+    async fn claim(&self, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
         let inner = &self.inner;
         let lease = chrono::Duration::from_std(inner.settings.lease)
             .unwrap_or(chrono::Duration::seconds(60));
-        let rows = inner
-            .store
-            .claim_outbox(&inner.worker, lease, inner.settings.batch)
-            .await?;
+        inner.store.claim_outbox(&inner.worker, lease, limit).await
+    }
+
+    async fn deliver_row_logged(self, row: OutboxRow) {
+        if let Err(e) = self.deliver_row(&row).await {
+            // The lease runs out and another claim retries the row.
+            tracing::warn!(outbox_id = row.id, error = %e, "outbox: row not finished");
+        }
+    }
+
+    /// Claims one batch, delivers it and waits for it; returns how many
+    /// rows it handled. (Tests drive dispatchers with this.)
+    pub async fn run_once(&self) -> Result<usize, StoreError> {
+        let rows = self.claim(self.inner.settings.batch).await?;
         let n = rows.len();
-        // At most one row per shipment is claimable at a time, so the rows of
-        // a batch can go out in parallel without reordering any shipment.
         let mut running = JoinSet::new();
         for row in rows {
-            let this = self.clone();
-            running.spawn(async move {
-                if let Err(e) = this.deliver_row(&row).await {
-                    // The lease runs out and another claim retries the row.
-                    tracing::warn!(outbox_id = row.id, error = %e, "outbox: row not finished");
-                }
-            });
+            running.spawn(self.clone().deliver_row_logged(row));
         }
         while running.join_next().await.is_some() {}
         Ok(n)
@@ -181,7 +210,27 @@ impl Dispatcher {
         store.finish_outbox(row.id, &self.inner.worker).await
     }
 
+    /// The semaphore bounding requests to one URL.
+    fn slot(&self, url: &str) -> Arc<Semaphore> {
+        let mut slots = self
+            .inner
+            .per_target
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Forget idle URLs now and then so the map does not grow forever.
+        if slots.len() > 10_000 {
+            let limit = self.inner.settings.per_target;
+            slots.retain(|_, s| s.available_permits() < limit);
+        }
+        slots
+            .entry(url.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.inner.settings.per_target)))
+            .clone()
+    }
+
     async fn send(&self, row: &OutboxRow, target: &Target) -> Attempt {
+        let slot = self.slot(&target.url);
+        let _permit = slot.acquire().await;
         let started = Instant::now();
         let outcome = self.try_send(row, target).await;
         let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);

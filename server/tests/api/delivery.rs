@@ -389,3 +389,27 @@ mod concurrency {
         concurrent_dispatchers_deliver_each_change_once_in_order(Db::Postgres).await;
     }
 }
+
+/// A slow receiver holds up only its own deliveries: another merchant's
+/// change, made after, arrives while the slow one is still waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_receiver_does_not_hold_up_the_others() {
+    let slow = Receiver::start(StatusCode::OK, Duration::from_secs(5)).await;
+    let fast = Receiver::start(StatusCode::OK, Duration::ZERO).await;
+    let app = TestApp::spawn(Db::Sqlite).await.unwrap();
+    let (a, email_a, password_a) = app.fixture_with_login().await;
+    let (b, email_b, password_b) = app.fixture_with_login().await;
+    register(&app, &email_a, &password_a, &slow.url).await;
+    register(&app, &email_b, &password_b, &fast.url).await;
+    app.create_default(&a).await;
+    // Let the dispatcher start the slow delivery first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.create_default(&b).await;
+    fast.wait_for(1).await;
+    assert!(
+        slow.received().is_empty(),
+        "the fast delivery waited for the slow one"
+    );
+    slow.wait_for(1).await;
+    app.stop().await;
+}
