@@ -17,7 +17,26 @@ db_tests!(
     webhook_urls_must_be_https,
     shipment_webhook_url_needs_the_signing_key_first,
     dashboard_ids_of_other_merchants_are_not_found,
+    expired_tokens_are_refused,
 );
+
+async fn expired_tokens_are_refused(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    let past = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let sql = "UPDATE sessions SET expires_at = $1";
+    match &app.store {
+        shipment_server::store::Store::Sqlite(pool) => {
+            sqlx::query(sql).bind(past).execute(pool).await.unwrap();
+        }
+        shipment_server::store::Store::Postgres(pool) => {
+            sqlx::query(sql).bind(past).execute(pool).await.unwrap();
+        }
+    }
+    let got = send(app.bearer(Method::GET, "/api-keys", &token)).await;
+    let problem = assert_problem(&got, 401, "unauthenticated");
+    assert!(problem["detail"].as_str().unwrap().contains("expired"));
+}
 
 async fn sign_in_gives_a_bearer_token_that_sign_out_ends(app: &TestApp) {
     let (_, email, password) = app.fixture_with_login().await;

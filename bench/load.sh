@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Load benchmark of the reference server with wrk (Debian package `wrk`).
+#
+#   bash bench/load.sh sqlite          # or: postgres (uses $BENCH_DATABASE_URL or
+#                                      #     postgres://postgres@127.0.0.1:5432/)
+#
+# Builds the release server, makes a fresh database with one merchant and
+# 100,000 shipments, then runs wrk against: GET one shipment by code, POST a
+# shipment, GET a list page of 100, and /healthz (the ceiling: no database).
+# Prints wrk's report for each. Settings: DURATION (default 15s),
+# CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend="${1:-sqlite}"
+DURATION="${DURATION:-15s}"
+CONNECTIONS="${CONNECTIONS:-32}"
+THREADS="${THREADS:-1}"
+SEED="${SEED:-100000}"
+PORT="${PORT:-18080}"
+
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+cargo build --release -q -p shipment-server
+bin="$PWD/target/release/shipment-server"
+work="$(mktemp -d)"
+trap 'kill "${server_pid:-0}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+
+case "$backend" in
+  sqlite) export DATABASE_URL="sqlite://$work/bench.db" ;;
+  postgres)
+    admin_url="${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+    db="shipments_bench_$$"
+    psql -q "$admin_url" -c "CREATE DATABASE $db"
+    trap 'kill "${server_pid:-0}" 2>/dev/null || true; wait 2>/dev/null || true; psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; rm -rf "$work"' EXIT
+    export DATABASE_URL="${admin_url%/*}/$db" ;;
+  *) echo "usage: $0 sqlite|postgres" >&2; exit 2 ;;
+esac
+export SHIPMENT_DATA_KEY_FILE="$work/data.key" RUST_LOG=warn
+
+admin() { "$bin" admin --json "$@"; }
+field() { sed -E "s/.*\"$1\":(\"([^\"]*)\"|([0-9]+)).*/\2\3/"; }
+"$bin" migrate >/dev/null
+merchant=$(admin create-merchant --name Bench --email bench@example.com --password bench-password | field merchant_id)
+key=$(admin create-api-key --merchant-id "$merchant" | field key)
+courier=$(admin create-courier --name Swift | field courier_company_id)
+admin link-courier --merchant-id "$merchant" --courier-id "$courier" >/dev/null
+
+"$bin" serve --addr "127.0.0.1:$PORT" --db-max-connections 16 &
+server_pid=$!
+base="http://127.0.0.1:$PORT/api/v1"
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+
+template=$(curl -sf "$base/shipments" -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
+  -d "{\"courier_company_id\": $courier, \"weight_kg\": 2.5, \"items\": [\"book\"], \"start_address\": \"52.52,13.405\", \"end_address\": \"52.3759,4.8975\"}")
+code=$(printf '%s' "$template" | field code)
+
+# 100k more shipments, copied from the one made over HTTP, with unique codes.
+columns="merchant_id, courier_company_id, status, description, weight_kg, dimensions, items, start_address, end_address, total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at"
+case "$backend" in
+  sqlite) sqlite3 "$work/bench.db" "PRAGMA busy_timeout=10000; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < $SEED)
+    INSERT INTO shipments (code, $columns) SELECT printf('SHP-B%03d-%04d', i / 10000, i % 10000), $columns
+    FROM n, (SELECT * FROM shipments WHERE code = '$code');" ;;
+  postgres) psql -q "$DATABASE_URL" -c "INSERT INTO shipments (code, $columns)
+    SELECT format('SHP-B%s-%s', lpad((i / 10000)::text, 3, '0'), lpad((i % 10000)::text, 4, '0')), $columns
+    FROM generate_series(1, $SEED) AS i, (SELECT * FROM shipments WHERE code = '$code') AS t; ANALYZE shipments;" ;;
+esac
+echo "seeded: $(curl -sf "$base/shipments?page_size=1" -H "X-API-KEY: $key" | field total) shipments ($backend)"
+
+cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-API-KEY"] = "$key"
+wrk.body = '{"courier_company_id": $courier, "weight_kg": 2.5, "items": ["book"], "start_address": "52.52,13.405", "end_address": "52.3759,4.8975"}'
+LUA
+
+run() {
+  local name="$1"; shift
+  echo; echo "=== $name ($backend, $DURATION, $CONNECTIONS connections)"
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$@" | grep -E "Requests/sec|Latency +|^ +(50|99)%|Non-2xx|Socket errors"
+}
+run "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
+run "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
+run "GET /shipments?page_size=100" -H "X-API-KEY: $key" "$base/shipments?page_size=100"
+run "POST /shipments" -s "$work/post.lua" "$base/shipments"
