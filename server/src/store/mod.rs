@@ -150,6 +150,10 @@ impl Store {
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true);
                 let pool = SqlitePoolOptions::new()
+                    // An embedded database cannot drop a connection the way a
+                    // network can, and the ping before every acquire is one
+                    // more hop to SQLite's worker thread per query.
+                    .test_before_acquire(false)
                     .max_connections(settings.max_connections)
                     .acquire_timeout(settings.acquire_timeout)
                     .connect_with(options)

@@ -248,6 +248,44 @@ async fn write_back(
     Ok(done == 1)
 }
 
+/// Shards per (merchant, status) counter on PostgreSQL: concurrent creates of
+/// one merchant update different rows instead of queueing on one.
+const COUNT_SHARDS: i32 = 8;
+
+/// Adds `delta` to the merchant's count of shipments in `status`.
+async fn bump_count(
+    tx: &mut Tx,
+    merchant_id: i64,
+    status: &str,
+    delta: i64,
+) -> Result<(), StoreError> {
+    // SQLite has one writer at a time anyway: one row is enough there.
+    let shard = match tx {
+        Tx::Sqlite(_) => 0,
+        Tx::Postgres(_) => rand::random_range(0..COUNT_SHARDS),
+    };
+    let sql = "INSERT INTO shipment_counts (merchant_id, status, shard, n) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (merchant_id, status, shard) DO UPDATE SET n = shipment_counts.n + excluded.n";
+    on_tx!(tx, |conn| sqlx::query(sql)
+        .bind(merchant_id)
+        .bind(status)
+        .bind(shard)
+        .bind(delta)
+        .execute(conn)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Moves one shipment from `from` to `to` in the counts, if its status changed.
+async fn recount(tx: &mut Tx, merchant_id: i64, from: &str, to: &str) -> Result<(), StoreError> {
+    if from != to {
+        bump_count(tx, merchant_id, from, -1).await?;
+        bump_count(tx, merchant_id, to, 1).await?;
+    }
+    Ok(())
+}
+
 /// Attempts before giving up on a write that keeps losing races.
 const ATTEMPTS: usize = 8;
 
@@ -352,6 +390,7 @@ impl Store {
                     continue;
                 }
             }
+            bump_count(&mut tx, merchant_id, &record.status, 1).await?;
             outbox::enqueue(&mut tx, record.id, merchant_id, &shipment).await?;
             tx.commit().await?;
             return Ok(Created::New(Box::new(shipment)));
@@ -401,7 +440,26 @@ impl Store {
         if let Some(t) = q.updated_after {
             add("updated_at >=", Bind::Time(t));
         }
-        let count_sql = format!("SELECT COUNT(*) FROM shipments{filter}");
+        // A merchant's list filtered by nothing or by status alone (the
+        // common pages) takes its total from the maintained counts; any
+        // other filter counts the matching rows.
+        let counted = matches!(actor, Actor::Merchant(_))
+            && q.courier_company_id.is_none()
+            && q.created_after.is_none()
+            && q.created_before.is_none()
+            && q.updated_after.is_none();
+        let count_sql = if counted {
+            let status = if q.status.is_some() {
+                " AND status = $2"
+            } else {
+                ""
+            };
+            format!(
+                "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM shipment_counts WHERE merchant_id = $1{status}"
+            )
+        } else {
+            format!("SELECT COUNT(*) FROM shipments{filter}")
+        };
         let page_sql = format!(
             "SELECT {COLUMNS} FROM shipments{filter} ORDER BY created_at DESC, id DESC \
              LIMIT {} OFFSET {}",
@@ -449,6 +507,7 @@ impl Store {
             }
             let at = now();
             let read_version = record.version;
+            let read_status = record.status.clone();
             match decide(&mut record, at) {
                 Err(refusal) => return Ok(Change::Refused(refusal)),
                 Ok(false) => return Ok(Change::Done(record.to_model()?)),
@@ -457,6 +516,7 @@ impl Store {
             record.version = read_version + 1;
             record.updated_at = at;
             if write_back(&mut tx, &record, read_version).await? {
+                recount(&mut tx, record.merchant_id, &read_status, &record.status).await?;
                 let shipment = record.to_model()?;
                 outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
                 tx.commit().await?;
@@ -525,6 +585,7 @@ impl Store {
             }
             let at = now();
             let read_version = record.version;
+            let read_status = record.status.clone();
             if let Err(refusal) = decide(&mut record, at) {
                 return Ok(Change::Refused(refusal));
             }
@@ -571,6 +632,7 @@ impl Store {
             record.version = read_version + 1;
             record.updated_at = at;
             if write_back(&mut tx, &record, read_version).await? {
+                recount(&mut tx, record.merchant_id, &read_status, &record.status).await?;
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
                 on_tx!(&mut tx, |conn| sqlx::query(sql)
                     .bind(record.id)

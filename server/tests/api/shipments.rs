@@ -15,6 +15,7 @@ db_tests!(
     list_is_newest_first_in_the_envelope,
     list_filters_by_status_courier_and_dates,
     list_page_size_is_bounded,
+    list_totals_stay_exact_through_every_change,
     merchant_couriers_lists_linked_companies,
     fifty_concurrent_creates_make_fifty_shipments,
     the_same_idempotency_key_twice_makes_one_shipment,
@@ -383,4 +384,89 @@ async fn an_idempotency_key_reused_with_another_body_is_409(app: &TestApp) {
     )
     .await;
     assert_problem(&bad_key, 400, "invalid_field");
+}
+
+/// The totals of unfiltered and status-filtered lists come from counts kept
+/// beside the rows; they must equal a real count after every kind of change.
+async fn list_totals_stay_exact_through_every_change(app: &TestApp) {
+    let f = app.fixture().await;
+    let other = app.fixture().await;
+    app.create_default(&other).await;
+    let mut codes = Vec::new();
+    for _ in 0..6 {
+        codes.push(
+            app.create_default(&f).await["code"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let (status, _) = send(app.req(
+        Method::POST,
+        &format!("/shipments/{}/cancel", codes[0]),
+        &f.key,
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // Cancelling again changes nothing and must not count twice.
+    send(app.req(
+        Method::POST,
+        &format!("/shipments/{}/cancel", codes[0]),
+        &f.key,
+    ))
+    .await;
+    for code in &codes[1..4] {
+        let (status, _) = app
+            .courier_op(
+                &f,
+                code,
+                "assign-driver",
+                Some(json!({"driver_id": f.driver_id})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    app.courier_op(&f, &codes[1], "pickup", None).await;
+    app.courier_op(&f, &codes[1], "deliver", None).await;
+    app.courier_op(&f, &codes[2], "unassign-driver", None).await;
+    send(
+        app.req(
+            Method::POST,
+            &format!("/shipments/{}/rate", codes[1]),
+            &f.key,
+        )
+        .json(&json!({"rating": 7})),
+    )
+    .await;
+
+    let total = |query: String| {
+        let req = app.req(Method::GET, &format!("/shipments?{query}"), &f.key);
+        async move {
+            let (status, page) = send(req).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            page["total"].as_u64().unwrap()
+        }
+    };
+    // `created_after` far in the past matches every row but forces a real count.
+    let all = "created_after=2000-01-01";
+    assert_eq!(total(String::new()).await, 6);
+    assert_eq!(total(all.into()).await, 6);
+    for (status, expected) in [
+        ("assigned_to_courier", 3),
+        ("assigned_to_driver", 1),
+        ("delivered", 1),
+        ("cancelled", 1),
+        ("in_transit", 0),
+    ] {
+        assert_eq!(
+            total(format!("status={status}")).await,
+            expected,
+            "{status}"
+        );
+        assert_eq!(
+            total(format!("status={status}&{all}")).await,
+            expected,
+            "{status}"
+        );
+    }
 }
