@@ -65,20 +65,17 @@ pub struct TestApp {
     cleanup: Option<Cleanup>,
 }
 
-enum Cleanup {
-    Sqlite(#[allow(dead_code)] Arc<tempfile::TempDir>),
-    Postgres { admin_url: String, name: String },
+/// A new, empty database: a SQLite file in a temporary directory, or a
+/// uniquely named PostgreSQL database (dropped by [`FreshDb::drop_database`]).
+pub struct FreshDb {
+    pub url: String,
+    cleanup: Cleanup,
 }
 
-impl TestApp {
-    /// Starts a server on a fresh database; `None` (with a note on stderr)
-    /// when PostgreSQL is asked for and `TEST_DATABASE_URL` is not set.
-    pub async fn spawn(db: Db) -> Option<TestApp> {
-        TestApp::spawn_with(db, |_| {}).await
-    }
-
-    /// Like [`TestApp::spawn`], with the configuration adjusted first.
-    pub async fn spawn_with(db: Db, configure: impl FnOnce(&mut Config)) -> Option<TestApp> {
+impl FreshDb {
+    /// `None` (with a note on stderr) for PostgreSQL without
+    /// `TEST_DATABASE_URL`.
+    pub async fn create(db: Db) -> Option<FreshDb> {
         let (url, cleanup) = match db {
             Db::Sqlite => {
                 let dir = tempfile::tempdir().expect("a temporary directory");
@@ -103,6 +100,46 @@ impl TestApp {
                 (url, Cleanup::Postgres { admin_url, name })
             }
         };
+        Some(FreshDb { url, cleanup })
+    }
+
+    /// Drops a PostgreSQL database (a SQLite one goes with its directory).
+    pub async fn drop_database(self) {
+        self.cleanup.run().await;
+    }
+}
+
+enum Cleanup {
+    Sqlite(#[allow(dead_code)] Arc<tempfile::TempDir>),
+    Postgres { admin_url: String, name: String },
+}
+
+impl Cleanup {
+    async fn run(self) {
+        if let Cleanup::Postgres { admin_url, name } = self {
+            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&admin)
+            .await
+            .unwrap();
+            admin.close().await;
+        }
+    }
+}
+
+impl TestApp {
+    /// Starts a server on a fresh database; `None` (with a note on stderr)
+    /// when PostgreSQL is asked for and `TEST_DATABASE_URL` is not set.
+    pub async fn spawn(db: Db) -> Option<TestApp> {
+        TestApp::spawn_with(db, |_| {}).await
+    }
+
+    /// Like [`TestApp::spawn`], with the configuration adjusted first.
+    pub async fn spawn_with(db: Db, configure: impl FnOnce(&mut Config)) -> Option<TestApp> {
+        let fresh = FreshDb::create(db).await?;
+        let (url, cleanup) = (fresh.url.clone(), fresh.cleanup);
         let mut config = Config::local(&url);
         config.request_timeout_secs = 30;
         config.webhooks.webhook_ca_file = Some(crate::receiver::ca().pem_file.clone());
@@ -141,15 +178,8 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             let _ = server.await;
         }
-        if let Some(Cleanup::Postgres { admin_url, name }) = self.cleanup.take() {
-            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .execute(&admin)
-            .await
-            .unwrap();
-            admin.close().await;
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup.run().await;
         }
     }
 

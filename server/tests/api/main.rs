@@ -10,4 +10,5 @@ mod dashboard;
 mod delivery;
 mod errors;
 mod lifecycle;
+mod processes;
 mod shipments;
