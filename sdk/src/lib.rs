@@ -1,8 +1,131 @@
-//! Rust SDK for the merchant shipment service.
+//! Rust SDK for the merchant shipment service: a typed async client for
+//! every endpoint, and the service's wire model.
 //!
-//! The [`model`] module is the service's wire model: every request and
-//! response body, shared with the reference server so the two cannot drift.
-//! It depends only on serde, chrono and rust_decimal.
+//! # Five-minute quickstart
+//!
+//! 1. Start the local reference server, which prints a demo merchant's
+//!    API key (`sk_test_...`) and dashboard credentials:
+//!
+//!    ```text
+//!    cargo run -p shipment-server -- demo
+//!    ```
+//!
+//! 2. Add the SDK and an async runtime to your program:
+//!
+//!    ```toml
+//!    [dependencies]
+//!    shipment-sdk = { path = "../sdk" }   # the `client` feature is on by default
+//!    tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//!    ```
+//!
+//! 3. Create a shipment, then follow it:
+//!
+//! ```no_run
+//! use shipment_sdk::model::{CreateShipment, ListShipments, Status};
+//! use shipment_sdk::Client;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), shipment_sdk::Error> {
+//!     // Staging is the default and talks to http://127.0.0.1:8080/api/v1.
+//!     let client = Client::builder()
+//!         .api_key(std::env::var("SHIPMENT_API_KEY").expect("set SHIPMENT_API_KEY"))
+//!         .build()?;
+//!
+//!     // Which courier companies may carry our parcels?
+//!     let courier = client.couriers().list().await?.remove(0);
+//!
+//!     // Hand a parcel to one. Safe to call on a flaky network: retries
+//!     // reuse one Idempotency-Key, so there is never a second shipment.
+//!     let shipment = client
+//!         .shipments()
+//!         .create(
+//!             &CreateShipment::new(courier.id)
+//!                 .description("Two boxes of books")
+//!                 .weight_kg("4.5".parse().unwrap())
+//!                 .start_address("52.5200,13.4050")
+//!                 .end_address("52.3759,4.8975"),
+//!         )
+//!         .await?;
+//!     println!("{} is {} and costs {}", shipment.code, shipment.status, shipment.total_fee);
+//!
+//!     // Look it up again, and list what is still waiting for a driver.
+//!     let again = client.shipments().get(&shipment.code).await?;
+//!     assert_eq!(again.status, Status::AssignedToCourier);
+//!     let waiting = client
+//!         .shipments()
+//!         .list(&ListShipments::default().status(Status::AssignedToCourier))
+//!         .await?;
+//!     println!("{} shipments wait for a driver", waiting.total);
+//!
+//!     // Changed our mind.
+//!     client.shipments().cancel(&shipment.code).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # A tour
+//!
+//! - [`Client`] talks to the merchant API with an API key. Build it with
+//!   [`Client::builder`]; pick the [`Environment`] (staging by default,
+//!   production with the address your operator gave you). A key of the other
+//!   environment is refused before anything is sent.
+//! - [`Client::shipments`] creates, lists ([`Shipments::list`] for a page,
+//!   [`Shipments::list_all`] for a stream over every page), fetches, cancels
+//!   and rates shipments, and generates delivery confirmation codes.
+//!   [`Client::couriers`] lists the linked courier companies.
+//! - [`DashboardClient`] signs in with the merchant's e-mail and password
+//!   and manages [API keys](DashboardClient::api_keys) and
+//!   [webhooks](DashboardClient::webhooks).
+//! - Every failure is one [`Error`]: the service's refusals carry the HTTP
+//!   status, the problem `code`, `detail`, `field` and request id; network
+//!   failures, time-outs and unreadable answers are their own variants; and
+//!   arguments that cannot be right (a rating of 11, a page size of 500, a
+//!   malformed shipment code) fail before any request.
+//! - Reads and shipment creation are retried on connection failures,
+//!   time-outs, 429, 502, 503 and 504, with exponential back-off and full
+//!   jitter, honouring `Retry-After`. Other errors are never retried.
+//! - Each call runs in a `tracing` span `shipment_sdk.request` with the
+//!   method, the path template, the attempt, the status and the request id.
+//! - [`model`] is the wire model shared with the reference server. A status
+//!   this version does not know is kept as
+//!   [`Status::Unknown`](model::Status::Unknown), so a value the service
+//!   adds later never breaks a client. Keys, tokens and passwords are
+//!   [`Secret`](model::Secret)s, which `Debug` prints as `[redacted]`.
+//!
+//! # Features
+//!
+//! - `client` (default): the HTTP client, on reqwest with rustls. Without it
+//!   only [`model`] is built, with serde, chrono and rust_decimal behind it.
 #![warn(missing_docs)]
 
 pub mod model;
+
+#[cfg(feature = "client")]
+mod checks;
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+mod dashboard;
+#[cfg(feature = "client")]
+mod error;
+#[cfg(feature = "client")]
+pub mod resources;
+#[cfg(feature = "client")]
+mod retry;
+#[cfg(feature = "client")]
+mod transport;
+
+#[cfg(feature = "client")]
+pub use client::{Client, ClientBuilder, Environment, STAGING_URL};
+#[cfg(feature = "client")]
+pub use dashboard::{DashboardBuilder, DashboardClient};
+#[cfg(feature = "client")]
+pub use error::{ApiError, Error, Result};
+#[cfg(feature = "client")]
+pub use resources::api_keys::ApiKeys;
+#[cfg(feature = "client")]
+pub use resources::couriers::Couriers;
+#[cfg(feature = "client")]
+pub use resources::shipments::Shipments;
+#[cfg(feature = "client")]
+pub use resources::webhooks::Webhooks;

@@ -323,6 +323,12 @@ impl CreateShipment {
 }
 
 /// Query of `GET /shipments`; every field optional.
+///
+/// ```
+/// use shipment_sdk::model::{ListShipments, Status};
+/// let query = ListShipments::default().status(Status::Delivered).page_size(50);
+/// assert_eq!(query.page_size, Some(50));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ListShipments {
     /// Page number, from 1 (default 1).
@@ -355,6 +361,50 @@ pub struct ListShipments {
         skip_serializing_if = "Option::is_none"
     )]
     pub updated_after: Option<DateTime<Utc>>,
+}
+
+impl ListShipments {
+    /// Asks for page `page` (from 1).
+    pub fn page(mut self, page: u32) -> Self {
+        self.page = Some(page);
+        self
+    }
+
+    /// Asks for `page_size` items per page (1 to 100).
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Only shipments in `status`.
+    pub fn status(mut self, status: Status) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Only shipments of this courier company.
+    pub fn courier_company_id(mut self, id: i64) -> Self {
+        self.courier_company_id = Some(id);
+        self
+    }
+
+    /// Only shipments created at or after `t`.
+    pub fn created_after(mut self, t: DateTime<Utc>) -> Self {
+        self.created_after = Some(t);
+        self
+    }
+
+    /// Only shipments created before `t`.
+    pub fn created_before(mut self, t: DateTime<Utc>) -> Self {
+        self.created_before = Some(t);
+        self
+    }
+
+    /// Only shipments changed at or after `t`.
+    pub fn updated_after(mut self, t: DateTime<Utc>) -> Self {
+        self.updated_after = Some(t);
+        self
+    }
 }
 
 /// One page of a list, with enough to walk the rest.
@@ -448,6 +498,215 @@ pub struct ConfirmationCode {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A secret string (API key, session token, signing key, password) whose
+/// `Debug` and `Display` print `[redacted]`, so it never lands in a log line
+/// or an error message by accident. It serializes as the plain string.
+///
+/// ```
+/// use shipment_sdk::model::Secret;
+/// let key = Secret::new("sk_test_abc");
+/// assert_eq!(format!("{key:?} {key}"), "[redacted] [redacted]");
+/// assert_eq!(key.expose(), "sk_test_abc");
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself: show it to the person who asked, store it, or send
+    /// it; never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Secret(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Secret(value.to_owned())
+    }
+}
+
+/// Body of `POST /auth/login`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    /// The merchant's dashboard e-mail.
+    pub email: String,
+    /// The dashboard password (never used on API-key routes).
+    pub password: Secret,
+}
+
+/// Answer of `POST /auth/login`: a dashboard session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// The Bearer token for the dashboard routes.
+    pub token: Secret,
+    /// Always `Bearer`.
+    pub token_type: String,
+    /// When the token stops working (12 h after sign-in).
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub expires_at: DateTime<Utc>,
+}
+
+/// An API key as the dashboard lists it (`GET /api-keys`): never the secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKey {
+    /// Identifier, used in `DELETE /api-keys/:id`.
+    pub id: i64,
+    /// Name given at creation.
+    pub name: String,
+    /// `sk_test_` or `sk_live_`.
+    pub prefix: String,
+    /// The key's last four characters, to tell keys apart.
+    pub last4: String,
+    /// When the key was created.
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub created_at: DateTime<Utc>,
+    /// When the key was last used, if ever.
+    #[serde(serialize_with = "timestamp::serialize_option", default)]
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// Answer of `POST /api-keys`: the listed fields and, this once, the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewApiKey {
+    /// The key as it will be listed.
+    #[serde(flatten)]
+    pub api_key: ApiKey,
+    /// The key itself; it cannot be retrieved again.
+    pub key: Secret,
+}
+
+/// Body of `POST /api-keys`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKey {
+    /// A name to tell the key apart (the server picks one when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Body of `POST /api-keys/verify`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyApiKey {
+    /// The pasted key string.
+    pub key: Secret,
+}
+
+/// Answer of `POST /api-keys/verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyVerdict {
+    /// Whether the string is one of the merchant's working keys.
+    pub valid: bool,
+    /// The key's id, when valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    /// The key's name, when valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// A merchant webhook as listed (`GET /webhooks`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Webhook {
+    /// Identifier, used in `/webhooks/:id`.
+    pub webhook_id: i64,
+    /// The HTTPS address deliveries go to.
+    pub url: String,
+    /// Whether deliveries are sent.
+    pub active: bool,
+    /// When it was registered.
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// Answer of `POST /webhooks`: the webhook and, this once, its signing key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewWebhook {
+    /// The webhook as it will be listed.
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    /// `whsec_...`: the HMAC key is the UTF-8 bytes of this whole string.
+    pub signing_key: Secret,
+}
+
+/// Body of `POST /webhooks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterWebhook {
+    /// The HTTPS address to deliver to.
+    pub url: String,
+}
+
+/// Body of `PATCH /webhooks/:id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetWebhookActive {
+    /// Whether deliveries should be sent.
+    pub active: bool,
+}
+
+/// One attempt in a webhook's delivery log (`GET /webhooks/:id/deliveries`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// Identifier of the attempt.
+    pub id: i64,
+    /// The shipment whose change was delivered.
+    pub shipment_code: String,
+    /// The shipment version the body carried.
+    pub version: i64,
+    /// Where it was sent.
+    pub url: String,
+    /// Whether the receiver answered below 400.
+    pub success: bool,
+    /// The receiver's HTTP status, if it answered.
+    #[serde(default)]
+    pub status_code: Option<i64>,
+    /// What went wrong, for a failure.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// How long the attempt took.
+    pub duration_ms: i64,
+    /// When the attempt was made.
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub delivered_at: DateTime<Utc>,
+}
+
+/// Answer of `POST /webhooks/shipment-signing-key`: the key that signs
+/// per-shipment `webhook_url` deliveries, shown once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SigningKey {
+    /// `whsec_...`; the HMAC key is the UTF-8 bytes of this whole string.
+    pub signing_key: Secret,
+    /// When it was created (the previous one stopped working then).
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,5 +777,18 @@ mod tests {
             json,
             serde_json::json!({"courier_company_id": 7, "items": ["a"]})
         );
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let json = serde_json::json!({
+            "id": 1, "name": "ci", "prefix": "sk_test_", "last4": "abcd",
+            "created_at": "2026-11-21T09:30:12.123456Z", "last_used_at": null,
+            "key": "sk_test_0123456789abcdefghijABCDEFGHIJ"
+        });
+        let key: NewApiKey = serde_json::from_value(json.clone()).unwrap();
+        assert!(!format!("{key:?}").contains("0123456789"));
+        assert_eq!(key.key.expose(), "sk_test_0123456789abcdefghijABCDEFGHIJ");
+        assert_eq!(serde_json::to_value(&key).unwrap(), json);
     }
 }

@@ -1,0 +1,500 @@
+//! The API-key client: [`Client`], its [`ClientBuilder`], and the
+//! [`Environment`] it talks to.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use crate::error::{Error, Result};
+use crate::resources::couriers::Couriers;
+use crate::resources::shipments::Shipments;
+use crate::transport::{Auth, HttpOptions, Transport, normalize_base_url};
+
+/// Where the local reference server listens: the default staging address.
+pub const STAGING_URL: &str = "http://127.0.0.1:8080/api/v1";
+
+/// Which of the service's two environments to talk to.
+///
+/// Staging and production have separate addresses and separate keys:
+/// `sk_test_` keys work on staging only and `sk_live_` keys on production
+/// only. The operator supplies both addresses; staging defaults to the local
+/// reference server ([`STAGING_URL`]) and production has no default.
+///
+/// ```
+/// use shipment_sdk::Environment;
+/// let prod = Environment::Production("https://shipments.example.com/api/v1".into());
+/// assert_eq!(prod.base_url(), "https://shipments.example.com/api/v1");
+/// assert_eq!(Environment::Staging.base_url(), shipment_sdk::STAGING_URL);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Environment {
+    /// The test environment (`sk_test_` keys), by default the local
+    /// reference server at [`STAGING_URL`].
+    #[default]
+    Staging,
+    /// The live environment (`sk_live_` keys) at the address the operator
+    /// gave you, e.g. `https://shipments.example.com/api/v1`.
+    Production(String),
+}
+
+impl Environment {
+    /// The environment's default base URL.
+    pub fn base_url(&self) -> &str {
+        match self {
+            Environment::Staging => STAGING_URL,
+            Environment::Production(url) => url,
+        }
+    }
+
+    /// `"staging"` or `"production"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Environment::Staging => "staging",
+            Environment::Production(_) => "production",
+        }
+    }
+
+    /// The prefix of this environment's merchant API keys.
+    pub fn key_prefix(&self) -> &'static str {
+        match self {
+            Environment::Staging => "sk_test_",
+            Environment::Production(_) => "sk_live_",
+        }
+    }
+}
+
+/// Refuses a key of the other environment (or not a merchant key at all)
+/// before anything is sent. The key never appears in the error.
+fn check_key(key: &str, environment: &Environment) -> Result<()> {
+    let (kind, belongs_to) = if key.starts_with("sk_test_") {
+        ("a test (sk_test_)", "Staging")
+    } else if key.starts_with("sk_live_") {
+        ("a live (sk_live_)", "Production(url)")
+    } else {
+        return Err(Error::Config(
+            "the API key is not a merchant API key: it must start with sk_test_ or sk_live_".into(),
+        ));
+    };
+    if !key.starts_with(environment.key_prefix()) {
+        return Err(Error::WrongEnvironment {
+            key_kind: kind,
+            environment: environment.name(),
+            expected: belongs_to,
+        });
+    }
+    if key.len() == environment.key_prefix().len() || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::Config(
+            "the API key is malformed: a prefix followed by letters and digits".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Production takes HTTPS only (a live key must not cross the network in
+/// clear), except to the local machine.
+pub(crate) fn check_production_url(url: &Url, environment: &Environment) -> Result<()> {
+    if matches!(environment, Environment::Production(_)) && url.scheme() != "https" {
+        let host = url.host_str().unwrap_or_default();
+        let local = host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if !local {
+            return Err(Error::Config(format!(
+                "production needs an https:// address, not `{url}`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves the base URL from an explicit one or the environment.
+pub(crate) fn resolve_base_url(base_url: Option<&str>, environment: &Environment) -> Result<Url> {
+    if let Environment::Production(url) = environment
+        && url.trim().is_empty()
+        && base_url.is_none()
+    {
+        return Err(Error::Config(
+            "production has no default address: give Environment::Production(url)".into(),
+        ));
+    }
+    let url = normalize_base_url(base_url.unwrap_or(environment.base_url()))?;
+    check_production_url(&url, environment)?;
+    Ok(url)
+}
+
+/// A client of the merchant API, authenticated with an API key.
+///
+/// Cheap to clone (clones share one connection pool), and meant to be
+/// built once and shared. Reach the endpoints through
+/// [`shipments`](Client::shipments) and [`couriers`](Client::couriers).
+///
+/// ```no_run
+/// # async fn run() -> shipment_sdk::Result<()> {
+/// use shipment_sdk::Client;
+/// let client = Client::builder().api_key("sk_test_...").build()?;
+/// for courier in client.couriers().list().await? {
+///     println!("{} {}", courier.id, courier.name);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) transport: Transport,
+    environment: Environment,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("environment", &self.environment.name())
+            .field("base_url", &self.transport.base_url())
+            .field("api_key", &"[redacted]")
+            .finish()
+    }
+}
+
+impl Client {
+    /// Starts configuring a client; only [`api_key`](ClientBuilder::api_key)
+    /// is required.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use shipment_sdk::{Client, Environment};
+    /// let client = Client::builder()
+    ///     .api_key(std::env::var("SHIPMENT_API_KEY").unwrap())
+    ///     .environment(Environment::Production("https://shipments.example.com/api/v1".into()))
+    ///     .timeout(Duration::from_secs(10))
+    ///     .max_retries(5)
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Shipments: create, list, fetch, cancel, rate, confirmation codes.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// let shipment = client.shipments().get("SHP-7K3M-Q9ZX").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn shipments(&self) -> Shipments<'_> {
+        Shipments::new(self)
+    }
+
+    /// The courier companies linked to the merchant.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// let couriers = client.couriers().list().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn couriers(&self) -> Couriers<'_> {
+        Couriers::new(self)
+    }
+
+    /// The base URL every path is appended to.
+    pub fn base_url(&self) -> &str {
+        self.transport.base_url()
+    }
+
+    /// The environment the client was built for.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+}
+
+/// Configures a [`Client`]; see [`Client::builder`].
+#[derive(Default)]
+pub struct ClientBuilder {
+    api_key: Option<crate::model::Secret>,
+    base_url: Option<String>,
+    environment: Option<Environment>,
+    options: HttpOptions,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("base_url", &self.base_url)
+            .field("environment", &self.environment)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl ClientBuilder {
+    /// The merchant API key (`sk_test_...` for staging, `sk_live_...` for
+    /// production). Required.
+    ///
+    /// ```no_run
+    /// let client = shipment_sdk::Client::builder().api_key("sk_test_...").build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(crate::model::Secret::new(key.into().trim()));
+        self
+    }
+
+    /// Talks to this address instead of the environment's, e.g. a staging
+    /// server elsewhere than on this machine. It includes `/api/v1`.
+    ///
+    /// ```no_run
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .base_url("http://staging.internal:8080/api/v1")
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Staging (the default) or production. The key must belong to it.
+    ///
+    /// ```no_run
+    /// use shipment_sdk::{Client, Environment};
+    /// let client = Client::builder()
+    ///     .api_key("sk_live_...")
+    ///     .environment(Environment::Production("https://shipments.example.com/api/v1".into()))
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = Some(environment);
+        self
+    }
+
+    /// Longest one attempt may take, from sending to the last body byte
+    /// (default 30 s). Each retry gets the full time again.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .timeout(Duration::from_secs(5))
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = timeout;
+        self
+    }
+
+    /// Longest connecting may take (default 10 s).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .connect_timeout(Duration::from_secs(2))
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// Retries after a connection failure, a time-out, or a 429, 502, 503
+    /// or 504 answer (default 3; 0 turns retrying off). Only reads and
+    /// shipment creation (which carries an `Idempotency-Key`) are retried.
+    ///
+    /// ```no_run
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .max_retries(0)
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.options.retry.max_retries = retries;
+        self
+    }
+
+    /// The back-off between retries: the first wait is drawn from zero to
+    /// `initial`, each further ceiling doubles, up to `max` (defaults 250 ms
+    /// and 8 s). A `Retry-After` from the service replaces the drawn wait.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .retry_backoff(Duration::from_millis(100), Duration::from_secs(2))
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.options.retry.initial_backoff = initial;
+        self.options.retry.max_backoff = max.max(initial);
+        self
+    }
+
+    /// The longest `Retry-After` the client waits out (default 60 s); when
+    /// the service asks for more, the 429 or 503 is returned at once.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .max_retry_after(Duration::from_secs(5))
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn max_retry_after(mut self, max: Duration) -> Self {
+        self.options.retry.max_retry_after = max;
+        self
+    }
+
+    /// The `User-Agent` header (default `shipment-sdk-rust/<version>`).
+    ///
+    /// ```no_run
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .user_agent("my-shop/1.2")
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.options.user_agent = Some(user_agent.into());
+        self
+    }
+
+    /// Checks the settings and builds the client. Fails, before anything is
+    /// sent, without a key, with a key of the other environment
+    /// ([`Error::WrongEnvironment`]), or with an unusable address.
+    ///
+    /// ```
+    /// use shipment_sdk::{Client, Environment, Error};
+    /// let err = Client::builder()
+    ///     .api_key("sk_live_0123456789abcdefghijABCDEFGHIJKL")
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(err, Error::WrongEnvironment { .. }));
+    /// assert!(!err.to_string().contains("0123456789"));
+    /// ```
+    pub fn build(self) -> Result<Client> {
+        let environment = self.environment.unwrap_or_default();
+        let key = self.api_key.ok_or_else(|| {
+            Error::Config("an API key is required: .api_key(\"sk_test_...\")".into())
+        })?;
+        check_key(key.expose(), &environment)?;
+        let base_url = resolve_base_url(self.base_url.as_deref(), &environment)?;
+        let auth = Auth::ApiKey(Auth::sensitive(key.expose())?);
+        Ok(Client {
+            transport: Transport::new(&self.options, base_url, auth)?,
+            environment,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEST_KEY: &str = "sk_test_0123456789abcdefghijABCDEFGHIJ";
+    const LIVE_KEY: &str = "sk_live_0123456789abcdefghijABCDEFGHIJ";
+    const PROD: &str = "https://shipments.example.com/api/v1";
+
+    #[test]
+    fn staging_is_the_default_and_points_at_the_local_server() {
+        let client = Client::builder().api_key(TEST_KEY).build().unwrap();
+        assert_eq!(client.base_url(), STAGING_URL);
+        assert_eq!(client.environment(), &Environment::Staging);
+    }
+
+    #[test]
+    fn a_live_key_is_refused_on_staging() {
+        let err = Client::builder().api_key(LIVE_KEY).build().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::WrongEnvironment {
+                    environment: "staging",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_test_key_is_refused_on_production() {
+        let err = Client::builder()
+            .api_key(TEST_KEY)
+            .environment(Environment::Production(PROD.into()))
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::WrongEnvironment {
+                    environment: "production",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_live_key_works_on_production_with_its_address() {
+        let client = Client::builder()
+            .api_key(LIVE_KEY)
+            .environment(Environment::Production(PROD.into()))
+            .build()
+            .unwrap();
+        assert_eq!(client.base_url(), PROD);
+    }
+
+    #[test]
+    fn production_needs_an_address_and_https() {
+        let err = Client::builder()
+            .api_key(LIVE_KEY)
+            .environment(Environment::Production(String::new()))
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+        let err = Client::builder()
+            .api_key(LIVE_KEY)
+            .environment(Environment::Production(
+                "http://shipments.example.com/api/v1".into(),
+            ))
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("https"), "{err}");
+        // Except on this machine, for tests and tunnels.
+        Client::builder()
+            .api_key(LIVE_KEY)
+            .environment(Environment::Production("http://127.0.0.1:9/api/v1".into()))
+            .build()
+            .unwrap();
+    }
+
+    #[test]
+    fn keys_that_are_not_merchant_keys_are_refused() {
+        for key in ["", "ck_test_abc", "sk_test_", "sk_test_ab cd", "whsec_abc"] {
+            let err = Client::builder().api_key(key).build().unwrap_err();
+            assert!(matches!(err, Error::Config(_)), "{key}: {err}");
+        }
+        let err = Client::builder().build().unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_or_errors() {
+        let builder = Client::builder().api_key(LIVE_KEY);
+        assert!(!format!("{builder:?}").contains("0123456789"));
+        let err = builder.build().unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("0123456789"));
+        let client = Client::builder().api_key(TEST_KEY).build().unwrap();
+        assert!(!format!("{client:?}").contains("0123456789"));
+    }
+}

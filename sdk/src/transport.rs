@@ -1,0 +1,418 @@
+//! Sending one call: authentication, the retry loop, the tracing span, and
+//! turning answers into values or [`Error`]s. Shared by [`crate::Client`]
+//! and [`crate::DashboardClient`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{self, HeaderName, HeaderValue};
+use reqwest::{Method, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tracing::Instrument as _;
+use tracing::field::Empty;
+
+use crate::error::{ApiError, Error, Result};
+use crate::model::Problem;
+use crate::retry::{RetryPolicy, parse_retry_after};
+
+const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
+const IDEMPOTENCY_KEY_HEADER: HeaderName = HeaderName::from_static("idempotency-key");
+const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Settings every client shares.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpOptions {
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub user_agent: Option<String>,
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            user_agent: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// The default `User-Agent`.
+pub(crate) const USER_AGENT: &str = concat!("shipment-sdk-rust/", env!("CARGO_PKG_VERSION"));
+
+impl HttpOptions {
+    /// A connection-pooling HTTP client with these settings.
+    pub fn http_client(&self) -> Result<reqwest::Client> {
+        let user_agent = self.user_agent.as_deref().unwrap_or(USER_AGENT);
+        reqwest::Client::builder()
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(user_agent)
+            .build()
+            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+    }
+}
+
+/// Checks a base URL (`http(s)://host[:port]/api/v1`) and drops any
+/// trailing slash.
+pub(crate) fn normalize_base_url(raw: &str) -> Result<Url> {
+    let trimmed = raw.trim().trim_end_matches('/');
+    let url = Url::parse(trimmed)
+        .map_err(|e| Error::Config(format!("base URL `{trimmed}` is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(Error::Config(format!(
+            "base URL `{trimmed}` must be an http:// or https:// address"
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Error::Config(format!(
+            "base URL `{trimmed}` must not carry a query or fragment"
+        )));
+    }
+    Ok(url)
+}
+
+/// How a call authenticates.
+pub(crate) enum Auth {
+    /// `X-API-KEY` (merchant API routes).
+    ApiKey(HeaderValue),
+    /// `Authorization: Bearer` (dashboard routes).
+    Bearer(HeaderValue),
+    /// Nothing (sign-in).
+    None,
+}
+
+impl Auth {
+    /// A header value that `Debug` never shows.
+    pub fn sensitive(value: &str) -> Result<HeaderValue> {
+        let mut v = HeaderValue::from_str(value).map_err(|_| {
+            Error::Config("the credential contains characters a header cannot carry".into())
+        })?;
+        v.set_sensitive(true);
+        Ok(v)
+    }
+}
+
+/// Whether a call may be sent again after a retryable failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Not safe to repeat (rate, cancel, sign-in...).
+    Never,
+    /// Safe to repeat (reads).
+    Safe,
+    /// Safe to repeat because the server deduplicates on this key.
+    WithIdempotencyKey(String),
+}
+
+/// One call of the API.
+pub(crate) struct Call {
+    method: Method,
+    /// The route as documented (`/shipments/{code}`), for tracing.
+    template: &'static str,
+    path: String,
+    query: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+    retry: Retry,
+}
+
+impl Call {
+    /// A call without body or query that is never repeated.
+    pub fn new(method: Method, template: &'static str, path: impl Into<String>) -> Call {
+        Call {
+            method,
+            template,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+            retry: Retry::Never,
+        }
+    }
+
+    /// A `GET`, repeated on retryable failures.
+    pub fn get(template: &'static str, path: impl Into<String>) -> Call {
+        Call::new(Method::GET, template, path).retry(Retry::Safe)
+    }
+
+    /// Sets the retry rule.
+    pub fn retry(mut self, retry: Retry) -> Call {
+        self.retry = retry;
+        self
+    }
+
+    /// Adds a JSON body.
+    pub fn json(mut self, body: &impl Serialize) -> Result<Call> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| Error::Config(format!("cannot encode the request body: {e}")))?;
+        self.body = Some(bytes);
+        Ok(self)
+    }
+
+    /// Adds one query parameter.
+    pub fn param(mut self, key: &str, value: impl fmt::Display) -> Call {
+        self.query.push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    /// Adds query parameters from a struct whose fields are scalars; `None`
+    /// fields are left out.
+    pub fn query(mut self, query: &impl Serialize) -> Result<Call> {
+        let value = serde_json::to_value(query)
+            .map_err(|e| Error::Config(format!("cannot encode the query: {e}")))?;
+        if let serde_json::Value::Object(map) = value {
+            for (k, v) in map {
+                let text = match v {
+                    serde_json::Value::Null => continue,
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                self.query.push((k, text));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// A success answer, body unread.
+struct Answer {
+    status: u16,
+    request_id: Option<String>,
+    body: Vec<u8>,
+}
+
+/// Sends calls to one base URL with one set of credentials. Cheap to clone:
+/// clones share the connection pool.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: Url,
+    auth: Auth,
+    retry: RetryPolicy,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = match self.inner.auth {
+            Auth::ApiKey(_) => "X-API-KEY [redacted]",
+            Auth::Bearer(_) => "Bearer [redacted]",
+            Auth::None => "none",
+        };
+        f.debug_struct("Transport")
+            .field("base_url", &self.inner.base_url.as_str())
+            .field("auth", &auth)
+            .field("retry", &self.inner.retry)
+            .finish()
+    }
+}
+
+impl Transport {
+    pub fn new(options: &HttpOptions, base_url: Url, auth: Auth) -> Result<Transport> {
+        Ok(Transport {
+            inner: Arc::new(Inner {
+                http: options.http_client()?,
+                base_url,
+                auth,
+                retry: options.retry,
+            }),
+        })
+    }
+
+    /// The same connection pool and settings with other credentials.
+    pub fn with_auth(&self, auth: Auth) -> Transport {
+        Transport {
+            inner: Arc::new(Inner {
+                http: self.inner.http.clone(),
+                base_url: self.inner.base_url.clone(),
+                auth,
+                retry: self.inner.retry,
+            }),
+        }
+    }
+
+    pub fn base_url(&self) -> &str {
+        self.inner.base_url.as_str()
+    }
+
+    /// Sends `call` and reads a JSON body of type `T`.
+    pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T> {
+        let answer = self.execute(&call).await?;
+        serde_json::from_slice(&answer.body).map_err(|source| Error::Decode {
+            status: answer.status,
+            request_id: answer.request_id,
+            source,
+        })
+    }
+
+    /// Sends `call` and ignores any body (204 answers).
+    pub async fn empty(&self, call: Call) -> Result<()> {
+        self.execute(&call).await.map(drop)
+    }
+
+    fn url(&self, call: &Call) -> Url {
+        let mut url = self.inner.base_url.clone();
+        let path = format!("{}{}", url.path().trim_end_matches('/'), call.path);
+        url.set_path(&path);
+        if !call.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&call.query);
+        }
+        url
+    }
+
+    async fn execute(&self, call: &Call) -> Result<Answer> {
+        let span = tracing::info_span!(
+            "shipment_sdk.request",
+            method = %call.method,
+            path = call.template,
+            attempt = Empty,
+            status = Empty,
+            request_id = Empty,
+        );
+        let url = self.url(call);
+        let policy = self.inner.retry;
+        async {
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                let span = tracing::Span::current();
+                span.record("attempt", attempt);
+                let error = match self.attempt(call, url.clone(), &span).await {
+                    Ok(answer) => return Ok(answer),
+                    Err(e) => e,
+                };
+                let repeatable = call.retry != Retry::Never && error.is_retryable();
+                if !repeatable || attempt > policy.max_retries {
+                    tracing::debug!(error = %error, "request failed");
+                    return Err(error);
+                }
+                let retry_after = error.api().and_then(|e| e.retry_after);
+                let Some(delay) = policy.delay(attempt, retry_after) else {
+                    tracing::debug!(error = %error, "the service asked for a longer pause than we wait");
+                    return Err(error);
+                };
+                tracing::debug!(error = %error, delay_ms = delay.as_millis(), "retrying");
+                tokio::time::sleep(delay).await;
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn attempt(&self, call: &Call, url: Url, span: &tracing::Span) -> Result<Answer> {
+        let mut request = self.inner.http.request(call.method.clone(), url);
+        match &self.inner.auth {
+            Auth::ApiKey(v) => request = request.header(API_KEY_HEADER, v.clone()),
+            Auth::Bearer(v) => request = request.header(header::AUTHORIZATION, v.clone()),
+            Auth::None => {}
+        }
+        if let Retry::WithIdempotencyKey(key) = &call.retry {
+            request = request.header(IDEMPOTENCY_KEY_HEADER, key.as_str());
+        }
+        if let Some(body) = &call.body {
+            request = request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+        }
+        let response = request.send().await.map_err(classify)?;
+        let status = response.status().as_u16();
+        span.record("status", status);
+        let request_id = response
+            .headers()
+            .get(REQUEST_ID_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(id) = &request_id {
+            span.record("request_id", id.as_str());
+        }
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        let body = response.bytes().await.map_err(classify)?.to_vec();
+        if (200..300).contains(&status) {
+            return Ok(Answer {
+                status,
+                request_id,
+                body,
+            });
+        }
+        // A proxy's HTML error page is still an error of this status; only
+        // the problem fields are missing.
+        let problem = serde_json::from_slice::<Problem>(&body).ok();
+        Err(Error::Api(Box::new(ApiError::new(
+            status,
+            problem,
+            request_id,
+            retry_after,
+        ))))
+    }
+}
+
+/// Sorts reqwest's failures into the SDK's kinds.
+fn classify(e: reqwest::Error) -> Error {
+    // `without_url` keeps addresses out of messages; they carry no secret,
+    // but a query string might one day.
+    let e = e.without_url();
+    if e.is_timeout() {
+        Error::Timeout(e)
+    } else if e.is_connect() {
+        Error::Connect(e)
+    } else {
+        Error::Transport(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_lose_their_trailing_slash_and_must_be_http() {
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8080/api/v1/")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:8080/api/v1"
+        );
+        assert!(normalize_base_url("ftp://example.com/api/v1").is_err());
+        assert!(normalize_base_url("not a url").is_err());
+        assert!(normalize_base_url("https://example.com/api/v1?x=1").is_err());
+    }
+
+    #[test]
+    fn paths_and_queries_are_appended_to_the_base() {
+        let t = Transport::new(
+            &HttpOptions::default(),
+            normalize_base_url("http://h:1/api/v1").unwrap(),
+            Auth::None,
+        )
+        .unwrap();
+        let call = Call::get("/shipments", "/shipments")
+            .query(&crate::model::ListShipments::default().page(2).page_size(5))
+            .unwrap();
+        assert_eq!(
+            t.url(&call).as_str(),
+            "http://h:1/api/v1/shipments?page=2&page_size=5"
+        );
+    }
+
+    #[test]
+    fn credentials_stay_out_of_debug_output() {
+        let t = Transport::new(
+            &HttpOptions::default(),
+            normalize_base_url("http://h:1/api/v1").unwrap(),
+            Auth::ApiKey(Auth::sensitive("sk_test_supersecret").unwrap()),
+        )
+        .unwrap();
+        let shown = format!("{t:?}");
+        assert!(!shown.contains("supersecret"), "{shown}");
+        assert!(shown.contains("[redacted]"), "{shown}");
+    }
+}

@@ -1,0 +1,542 @@
+//! The SDK against the real reference server, on SQLite and PostgreSQL:
+//! every API-key endpoint, and how the server's refusals reach the caller.
+//! The dashboard calls are in `dashboard.rs`, part of this test binary.
+
+#[path = "dashboard.rs"]
+mod dashboard;
+
+use std::collections::HashSet;
+
+use chrono::{Duration, Utc};
+use e2e::{TestServer, db_tests};
+use futures_util::TryStreamExt as _;
+use rust_decimal::Decimal;
+use shipment_sdk::Error;
+use shipment_sdk::model::{CreateShipment, ListShipments, Status};
+
+fn dec(s: &str) -> Decimal {
+    s.parse().unwrap()
+}
+
+db_tests!(
+    create_returns_the_full_shipment_and_get_reads_it_back,
+    create_with_the_same_idempotency_key_returns_the_first_shipment,
+    list_filters_and_pages,
+    list_all_streams_every_page_newest_first,
+    cancel_is_idempotent_and_refused_after_pickup,
+    rate_applies_once_to_a_delivered_shipment,
+    a_confirmation_code_is_needed_at_delivery,
+    couriers_lists_the_linked_companies,
+    the_servers_refusals_arrive_as_typed_errors,
+);
+
+async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let request = CreateShipment::new(f.courier_id)
+        .description("Two boxes of books")
+        .weight_kg(dec("4.5"))
+        .dimensions("40x30x20 cm")
+        .item("book")
+        .item("bookend")
+        .start_address("Warehouse 3, Berlin")
+        .end_address("Damrak 1, Amsterdam");
+    let created = client.shipments().create(&request).await.unwrap();
+
+    assert_eq!(created.status, Status::AssignedToCourier);
+    assert_eq!(created.merchant_id, f.merchant_id);
+    assert_eq!(created.courier_company_id, f.courier_id);
+    assert_eq!(created.items, ["book", "bookend"]);
+    assert_eq!(created.weight_kg, Some(dec("4.5")));
+    assert_eq!(created.dimensions.as_deref(), Some("40x30x20 cm"));
+    // 5.00 + 1.50 x 4.5; text addresses add no distance.
+    assert_eq!(created.total_fee, dec("11.75"));
+    assert_eq!(created.version, 1);
+    assert!(created.assigned_to_courier_at.is_some());
+    assert!(created.delivered_at.is_none());
+
+    let fetched = client.shipments().get(&created.code).await.unwrap();
+    assert_eq!(fetched, created);
+
+    // With lat,lng addresses the distance term counts (Berlin to Amsterdam
+    // is about 577 km, so about 57.70 more).
+    let far = client
+        .shipments()
+        .create(
+            &CreateShipment::new(f.courier_id)
+                .weight_kg(dec("4.5"))
+                .start_address("52.5200,13.4050")
+                .end_address("52.3759,4.8975"),
+        )
+        .await
+        .unwrap();
+    assert!(
+        far.total_fee > dec("60") && far.total_fee < dec("80"),
+        "{}",
+        far.total_fee
+    );
+    assert_ne!(far.code, created.code);
+}
+
+async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let request = CreateShipment::new(f.courier_id).description("once only");
+    let first = client
+        .shipments()
+        .create_with_idempotency_key(&request, "order-1001")
+        .await
+        .unwrap();
+    let again = client
+        .shipments()
+        .create_with_idempotency_key(&request, "order-1001")
+        .await
+        .unwrap();
+    assert_eq!(again.code, first.code);
+
+    let err = client
+        .shipments()
+        .create_with_idempotency_key(&request.clone().description("another body"), "order-1001")
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert_eq!(err.code(), Some("idempotency_conflict"));
+
+    // `create` makes a fresh key per call: two calls, two shipments.
+    let a = client.shipments().create(&request).await.unwrap();
+    let b = client.shipments().create(&request).await.unwrap();
+    assert_ne!(a.code, b.code);
+    let all = client
+        .shipments()
+        .list(&ListShipments::default())
+        .await
+        .unwrap();
+    assert_eq!(all.total, 3);
+}
+
+async fn list_filters_and_pages(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let before = Utc::now() - Duration::seconds(1);
+    let mut codes = Vec::new();
+    for i in 0..7 {
+        let s = client
+            .shipments()
+            .create(&CreateShipment::new(f.courier_id).description(format!("parcel {i}")))
+            .await
+            .unwrap();
+        codes.push(s.code);
+    }
+    server.advance(&f, &codes[0], "cancelled").await;
+    server.advance(&f, &codes[1], "cancelled").await;
+    server.advance(&f, &codes[2], "delivered").await;
+    // Another merchant's shipments never show up.
+    let other = server.fixture().await;
+    server
+        .sdk(&other.api_key)
+        .shipments()
+        .create(&CreateShipment::new(other.courier_id))
+        .await
+        .unwrap();
+
+    let page = client
+        .shipments()
+        .list(&ListShipments::default().page_size(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        (page.page, page.page_size, page.total, page.total_pages),
+        (1, 3, 7, 3)
+    );
+    assert_eq!(page.data.len(), 3);
+    let last = client
+        .shipments()
+        .list(&ListShipments::default().page_size(3).page(3))
+        .await
+        .unwrap();
+    assert_eq!(last.data.len(), 1);
+    // Newest first: the first shipment created is the very last item.
+    assert_eq!(last.data[0].code, codes[0]);
+
+    let cancelled = client
+        .shipments()
+        .list(&ListShipments::default().status(Status::Cancelled))
+        .await
+        .unwrap();
+    let got: HashSet<_> = cancelled.data.iter().map(|s| s.code.clone()).collect();
+    assert_eq!(got, HashSet::from([codes[0].clone(), codes[1].clone()]));
+    assert!(cancelled.data.iter().all(|s| s.status == Status::Cancelled));
+
+    let delivered = client
+        .shipments()
+        .list(&ListShipments::default().status(Status::Delivered))
+        .await
+        .unwrap();
+    assert_eq!(delivered.total, 1);
+    assert_eq!(delivered.data[0].code, codes[2]);
+
+    let by_courier = client
+        .shipments()
+        .list(&ListShipments::default().courier_company_id(f.courier_id))
+        .await
+        .unwrap();
+    assert_eq!(by_courier.total, 7);
+    let by_other_courier = client
+        .shipments()
+        .list(&ListShipments::default().courier_company_id(other.courier_id))
+        .await
+        .unwrap();
+    assert_eq!(by_other_courier.total, 0);
+    assert_eq!(by_other_courier.total_pages, 0);
+
+    let created_window = client
+        .shipments()
+        .list(
+            &ListShipments::default()
+                .created_after(before)
+                .created_before(Utc::now() + Duration::seconds(5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created_window.total, 7);
+    let future = client
+        .shipments()
+        .list(&ListShipments::default().created_after(Utc::now() + Duration::hours(1)))
+        .await
+        .unwrap();
+    assert_eq!(future.total, 0);
+
+    // `updated_after` is how a receiver catches up: only what changed since.
+    let mark = client.shipments().get(&codes[2]).await.unwrap().updated_at;
+    let changed = client
+        .shipments()
+        .list(&ListShipments::default().updated_after(mark))
+        .await
+        .unwrap();
+    assert!(
+        changed.data.iter().any(|s| s.code == codes[2]),
+        "{changed:?}"
+    );
+    assert!(changed.data.iter().all(|s| s.updated_at >= mark));
+    assert!(changed.total < 7, "{}", changed.total);
+}
+
+async fn list_all_streams_every_page_newest_first(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let mut created = Vec::new();
+    for _ in 0..5 {
+        let s = client
+            .shipments()
+            .create(&CreateShipment::new(f.courier_id))
+            .await
+            .unwrap();
+        created.push(s.code);
+    }
+
+    let walked: Vec<String> = client
+        .shipments()
+        .list_all(ListShipments::default().page_size(2))
+        .map_ok(|s| s.code)
+        .try_collect()
+        .await
+        .unwrap();
+    created.reverse();
+    assert_eq!(walked, created);
+
+    // With one big page, one request; with a filter matching nothing, none.
+    let everything: Vec<_> = client
+        .shipments()
+        .list_all(ListShipments::default())
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(everything.len(), 5);
+    let nothing: Vec<_> = client
+        .shipments()
+        .list_all(ListShipments::default().status(Status::Returned))
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(nothing.is_empty());
+}
+
+async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let s = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id))
+        .await
+        .unwrap();
+    let cancelled = client.shipments().cancel(&s.code).await.unwrap();
+    assert_eq!(cancelled.status, Status::Cancelled);
+    assert!(cancelled.cancelled_at.is_some());
+    assert_eq!(cancelled.version, s.version + 1);
+    let again = client.shipments().cancel(&s.code).await.unwrap();
+    assert_eq!(again, cancelled);
+
+    // Cancelling with a driver assigned is still allowed.
+    let assigned = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id))
+        .await
+        .unwrap();
+    server
+        .advance(&f, &assigned.code, "assigned_to_driver")
+        .await;
+    assert_eq!(
+        client
+            .shipments()
+            .cancel(&assigned.code)
+            .await
+            .unwrap()
+            .status,
+        Status::Cancelled
+    );
+
+    let moving = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id))
+        .await
+        .unwrap();
+    server.advance(&f, &moving.code, "in_transit").await;
+    let err = client.shipments().cancel(&moving.code).await.unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert_eq!(err.code(), Some("invalid_state"));
+    assert!(err.request_id().is_some());
+    assert_eq!(
+        client.shipments().get(&moving.code).await.unwrap().status,
+        Status::InTransit
+    );
+}
+
+async fn rate_applies_once_to_a_delivered_shipment(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let s = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id))
+        .await
+        .unwrap();
+    let err = client.shipments().rate(&s.code, 8).await.unwrap_err();
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(409), Some("invalid_state"))
+    );
+
+    server.advance(&f, &s.code, "delivered").await;
+    let rated = client.shipments().rate(&s.code, 8).await.unwrap();
+    assert_eq!(rated.rating, Some(8));
+    assert!(rated.rated_at.is_some());
+    assert_eq!(rated.status, Status::Delivered);
+
+    let err = client.shipments().rate(&s.code, 3).await.unwrap_err();
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(409), Some("already_rated"))
+    );
+    // Out of range never reaches the server.
+    assert!(matches!(
+        client.shipments().rate(&s.code, 11).await,
+        Err(Error::InvalidRating(11))
+    ));
+    assert_eq!(
+        client.shipments().get(&s.code).await.unwrap().rating,
+        Some(8)
+    );
+}
+
+async fn a_confirmation_code_is_needed_at_delivery(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let s = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id))
+        .await
+        .unwrap();
+    let first = client
+        .shipments()
+        .generate_confirmation_code(&s.code)
+        .await
+        .unwrap();
+    assert_eq!(first.code, s.code);
+    assert_eq!(first.confirmation_code.len(), 6);
+    assert!(first.confirmation_code.bytes().all(|b| b.is_ascii_digit()));
+    let hours = (first.expires_at - Utc::now()).num_hours();
+    assert!((71..=72).contains(&hours), "{hours}");
+
+    // A new code replaces the old one.
+    let code = client
+        .shipments()
+        .generate_confirmation_code(&s.code)
+        .await
+        .unwrap();
+    server.advance(&f, &s.code, "in_transit").await;
+    let (status, body) = server.courier_op(&f, &s.code, "deliver", None).await;
+    assert_eq!(status.as_u16(), 400, "{body}");
+    let wrong = if code.confirmation_code == "000000" {
+        "111111"
+    } else {
+        "000000"
+    };
+    let (status, body) = server
+        .courier_op(
+            &f,
+            &s.code,
+            "deliver",
+            Some(serde_json::json!({"confirmation_code": wrong})),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 400, "{body}");
+    assert_eq!(body["code"], "invalid_confirmation_code");
+    let delivered = server
+        .courier_step(
+            &f,
+            &s.code,
+            "deliver",
+            Some(serde_json::json!({"confirmation_code": code.confirmation_code})),
+        )
+        .await;
+    assert_eq!(delivered["status"], "delivered");
+
+    // Once delivered, there is nothing left to confirm.
+    let err = client
+        .shipments()
+        .generate_confirmation_code(&s.code)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(409), Some("invalid_state"))
+    );
+}
+
+async fn couriers_lists_the_linked_companies(server: &TestServer) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let couriers = client.couriers().list().await.unwrap();
+    assert_eq!(couriers.len(), 1);
+    let c = &couriers[0];
+    assert_eq!(c.id, f.courier_id);
+    assert_eq!(c.name, "Swift Couriers");
+    assert!(c.active);
+    assert_eq!(
+        (c.base_fee, c.per_kg, c.per_km),
+        (dec("5.00"), dec("1.50"), dec("0.10"))
+    );
+
+    // A second linked company shows up too; an unlinked one does not.
+    let second = server
+        .store
+        .create_courier("Rapid", 300, 0, 0)
+        .await
+        .unwrap();
+    server
+        .store
+        .create_courier("Unlinked", 100, 0, 0)
+        .await
+        .unwrap();
+    server
+        .store
+        .link_courier(f.merchant_id, second)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = client
+        .couriers()
+        .list()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, [f.courier_id, second]);
+}
+
+async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
+    let f = server.fixture().await;
+    let other = server.fixture().await;
+    let client = server.sdk(&f.api_key);
+    let theirs = server
+        .sdk(&other.api_key)
+        .shipments()
+        .create(&CreateShipment::new(other.courier_id))
+        .await
+        .unwrap();
+
+    // 404: well-formed, but nobody's.
+    let err = client.shipments().get("SHP-0000-0000").await.unwrap_err();
+    let api = err.api().expect("an API error");
+    assert_eq!((api.status, api.code.as_deref()), (404, Some("not_found")));
+    assert!(api.detail.as_deref().unwrap().contains("SHP-0000-0000"));
+    assert!(api.request_id.is_some());
+    assert!(!err.is_retryable());
+
+    // 403: another merchant's shipment, for reads and changes alike.
+    for err in [
+        client.shipments().get(&theirs.code).await.unwrap_err(),
+        client.shipments().cancel(&theirs.code).await.unwrap_err(),
+        client.shipments().rate(&theirs.code, 5).await.unwrap_err(),
+        client
+            .shipments()
+            .generate_confirmation_code(&theirs.code)
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(
+            (err.status(), err.code()),
+            (Some(403), Some("forbidden")),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        server
+            .sdk(&other.api_key)
+            .shipments()
+            .get(&theirs.code)
+            .await
+            .unwrap()
+            .status,
+        Status::AssignedToCourier,
+        "nothing changed"
+    );
+
+    // 400 with the field at fault: a courier company not linked to us.
+    let err = client
+        .shipments()
+        .create(&CreateShipment::new(other.courier_id))
+        .await
+        .unwrap_err();
+    let api = err.api().expect("an API error");
+    assert_eq!(
+        (api.status, api.code.as_deref()),
+        (400, Some("invalid_field"))
+    );
+    assert_eq!(api.field.as_deref(), Some("courier_company_id"));
+    let err = client
+        .shipments()
+        .create(&CreateShipment::new(f.courier_id).weight_kg(dec("-1")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    assert_eq!(err.api().unwrap().field.as_deref(), Some("weight_kg"));
+
+    // 401: a key of the right shape that the server does not know.
+    let stranger = server.sdk("sk_test_00000000000000000000000000000000");
+    let err = stranger.couriers().list().await.unwrap_err();
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(401), Some("unauthenticated"))
+    );
+    assert!(!format!("{err} {err:?}").contains("sk_test_0000"));
+    let err = stranger.shipments().get(&theirs.code).await.unwrap_err();
+    assert_eq!(err.status(), Some(401));
+
+    // A key of the other environment never leaves the process.
+    let err = shipment_sdk::Client::builder()
+        .api_key(f.api_key.replace("sk_test_", "sk_live_"))
+        .base_url(&server.base_url)
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::WrongEnvironment { .. }), "{err}");
+}
