@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use shipment_sdk::model::List;
+use shipment_sdk::model::{
+    ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, Secret, VerifyApiKey,
+};
 
 use super::auth::Session;
 use super::extract::{ApiJson, MaybeJson};
@@ -25,80 +25,32 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api-keys/{id}", delete(delete_key))
 }
 
-/// An API key as listed (never the secret).
-#[derive(Debug, Serialize)]
-pub struct ApiKeyView {
-    id: i64,
-    name: String,
-    prefix: String,
-    last4: String,
-    #[serde(with = "shipment_sdk::model::timestamp")]
-    created_at: DateTime<Utc>,
-    #[serde(serialize_with = "shipment_sdk::model::timestamp::serialize_option")]
-    last_used_at: Option<DateTime<Utc>>,
-}
-
-impl From<ApiKeyInfo> for ApiKeyView {
-    fn from(k: ApiKeyInfo) -> Self {
-        ApiKeyView {
-            id: k.id,
-            name: k.name,
-            prefix: k.prefix,
-            last4: k.last4,
-            created_at: k.created_at,
-            last_used_at: k.last_used_at,
-        }
+fn view(k: ApiKeyInfo) -> ApiKey {
+    ApiKey {
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        last4: k.last4,
+        created_at: k.created_at,
+        last_used_at: k.last_used_at,
     }
-}
-
-/// A new key: the listed fields and, this once, the key itself.
-#[derive(Debug, Serialize)]
-pub struct NewApiKeyView {
-    #[serde(flatten)]
-    info: ApiKeyView,
-    key: String,
-}
-
-/// `POST /api-keys` body.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateKey {
-    #[serde(default)]
-    name: Option<String>,
-}
-
-/// `POST /api-keys/verify` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VerifyKey {
-    key: String,
-}
-
-/// The answer of a verification.
-#[derive(Debug, Serialize)]
-pub struct KeyVerdict {
-    valid: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
 }
 
 async fn list_keys(
     State(state): State<AppState>,
     session: Session,
-) -> Result<Json<List<ApiKeyView>>, ApiError> {
+) -> Result<Json<List<ApiKey>>, ApiError> {
     let data = state.store.api_keys(session.merchant_id).await?;
     Ok(Json(List {
-        data: data.into_iter().map(ApiKeyView::from).collect(),
+        data: data.into_iter().map(view).collect(),
     }))
 }
 
 async fn create_key(
     State(state): State<AppState>,
     session: Session,
-    MaybeJson(body): MaybeJson<CreateKey>,
-) -> Result<(StatusCode, Json<NewApiKeyView>), ApiError> {
+    MaybeJson(body): MaybeJson<CreateApiKey>,
+) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
     let name = body.unwrap_or_default().name.map(|n| n.trim().to_owned());
     let name = match name {
         Some(n) if n.chars().count() > MAX_KEY_NAME => {
@@ -116,9 +68,9 @@ async fn create_key(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(NewApiKeyView {
-            info: info.into(),
-            key: key.expose().to_owned(),
+        Json(NewApiKey {
+            api_key: view(info),
+            key: Secret::new(key.expose()),
         }),
     ))
 }
@@ -141,9 +93,9 @@ async fn delete_key(
 async fn verify_key(
     State(state): State<AppState>,
     session: Session,
-    ApiJson(body): ApiJson<VerifyKey>,
+    ApiJson(body): ApiJson<VerifyApiKey>,
 ) -> Result<Json<KeyVerdict>, ApiError> {
-    let key = body.key.trim();
+    let key = body.key.expose().trim();
     let well_formed = keys::shape(key)
         .is_some_and(|s| s.kind == KeyKind::Merchant && s.environment == state.environment);
     let found = if well_formed {

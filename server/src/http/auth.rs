@@ -9,8 +9,8 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Json, Router};
-use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Duration;
+use shipment_sdk::model::{Login, Secret, Session as SessionModel};
 
 use super::extract::{API_KEY_HEADER, ApiJson};
 use super::{ApiError, AppState};
@@ -32,27 +32,10 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/auth/logout", post(logout))
 }
 
-/// `POST /auth/login` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoginRequest {
-    email: String,
-    password: String,
-}
-
-/// A new session.
-#[derive(Debug, Serialize)]
-pub struct LoginResponse {
-    token: String,
-    token_type: &'static str,
-    #[serde(with = "shipment_sdk::model::timestamp")]
-    expires_at: DateTime<Utc>,
-}
-
 async fn login(
     State(state): State<AppState>,
-    ApiJson(request): ApiJson<LoginRequest>,
-) -> Result<(StatusCode, Json<LoginResponse>), ApiError> {
+    ApiJson(request): ApiJson<Login>,
+) -> Result<(StatusCode, Json<SessionModel>), ApiError> {
     let email = request.email.trim().to_ascii_lowercase();
     if email.is_empty() || email.len() > MAX_CREDENTIAL_LEN {
         return Err(ApiError::invalid_field(
@@ -60,7 +43,7 @@ async fn login(
             format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters"),
         ));
     }
-    if request.password.len() > MAX_CREDENTIAL_LEN {
+    if request.password.expose().len() > MAX_CREDENTIAL_LEN {
         return Err(ApiError::invalid_field(
             "password",
             format!("`password` must be at most {MAX_CREDENTIAL_LEN} characters"),
@@ -88,7 +71,7 @@ async fn login(
     let hash = account
         .as_ref()
         .map_or_else(|| dummy_hash().to_owned(), |a| a.password_hash.clone());
-    let matches = check_password(&state, hash, request.password).await?;
+    let matches = check_password(&state, hash, request.password.expose().to_owned()).await?;
     match account {
         Some(account) if matches => {
             state.store.clear_login_failures(&email).await?;
@@ -98,9 +81,9 @@ async fn login(
                 .await?;
             Ok((
                 StatusCode::OK,
-                Json(LoginResponse {
-                    token: token.expose().to_owned(),
-                    token_type: "Bearer",
+                Json(SessionModel {
+                    token: Secret::new(token.expose()),
+                    token_type: "Bearer".to_owned(),
                     expires_at,
                 }),
             ))

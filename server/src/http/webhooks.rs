@@ -5,9 +5,10 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use shipment_sdk::model::{List, Page};
+use shipment_sdk::model::{
+    Delivery, List, NewWebhook, Page, RegisterWebhook, Secret, SetWebhookActive, SigningKey,
+    Webhook,
+};
 
 use super::api_keys::numeric_id;
 use super::auth::Session;
@@ -34,95 +35,36 @@ pub(super) fn router() -> Router<AppState> {
         .route("/webhooks/{id}/deliveries", get(deliveries))
 }
 
-/// A webhook as listed.
-#[derive(Debug, Serialize)]
-pub struct WebhookView {
-    webhook_id: i64,
-    url: String,
-    active: bool,
-    #[serde(with = "shipment_sdk::model::timestamp")]
-    created_at: DateTime<Utc>,
-}
-
-impl From<WebhookInfo> for WebhookView {
-    fn from(w: WebhookInfo) -> Self {
-        WebhookView {
-            webhook_id: w.id,
-            url: w.url,
-            active: w.active,
-            created_at: w.created_at,
-        }
+fn view(w: WebhookInfo) -> Webhook {
+    Webhook {
+        webhook_id: w.id,
+        url: w.url,
+        active: w.active,
+        created_at: w.created_at,
     }
 }
 
-/// A new webhook and, this once, its signing key.
-#[derive(Debug, Serialize)]
-pub struct NewWebhookView {
-    #[serde(flatten)]
-    webhook: WebhookView,
-    signing_key: String,
-}
-
-/// One attempt in a webhook's delivery log.
-#[derive(Debug, Serialize)]
-pub struct DeliveryView {
-    id: i64,
-    shipment_code: String,
-    version: i64,
-    url: String,
-    success: bool,
-    status_code: Option<i64>,
-    error: Option<String>,
-    duration_ms: i64,
-    #[serde(with = "shipment_sdk::model::timestamp")]
-    delivered_at: DateTime<Utc>,
-}
-
-impl From<DeliveryRecord> for DeliveryView {
-    fn from(d: DeliveryRecord) -> Self {
-        DeliveryView {
-            id: d.id,
-            success: d.error.is_none(),
-            shipment_code: d.shipment_code,
-            version: d.version,
-            url: d.url,
-            status_code: d.status_code,
-            error: d.error,
-            duration_ms: d.duration_ms,
-            delivered_at: d.delivered_at,
-        }
+fn delivery(d: DeliveryRecord) -> Delivery {
+    Delivery {
+        id: d.id,
+        success: d.error.is_none(),
+        shipment_code: d.shipment_code,
+        version: d.version,
+        url: d.url,
+        status_code: d.status_code,
+        error: d.error,
+        duration_ms: d.duration_ms,
+        delivered_at: d.delivered_at,
     }
-}
-
-/// The shipment signing key, shown once.
-#[derive(Debug, Serialize)]
-pub struct SigningKeyView {
-    signing_key: String,
-    #[serde(with = "shipment_sdk::model::timestamp")]
-    created_at: DateTime<Utc>,
-}
-
-/// `POST /webhooks` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegisterWebhook {
-    url: String,
-}
-
-/// `PATCH /webhooks/:id` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SetActive {
-    active: bool,
 }
 
 async fn list_webhooks(
     State(state): State<AppState>,
     session: Session,
-) -> Result<Json<List<WebhookView>>, ApiError> {
+) -> Result<Json<List<Webhook>>, ApiError> {
     let data = state.store.webhooks(session.merchant_id).await?;
     Ok(Json(List {
-        data: data.into_iter().map(WebhookView::from).collect(),
+        data: data.into_iter().map(view).collect(),
     }))
 }
 
@@ -148,7 +90,7 @@ async fn register_webhook(
     State(state): State<AppState>,
     session: Session,
     ApiJson(body): ApiJson<RegisterWebhook>,
-) -> Result<(StatusCode, Json<NewWebhookView>), ApiError> {
+) -> Result<(StatusCode, Json<NewWebhook>), ApiError> {
     let url = check_webhook_url(&state, "url", &body.url).await?;
     let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
     let sealed = state.data_key.seal(signing_key.expose());
@@ -169,9 +111,9 @@ async fn register_webhook(
     };
     Ok((
         StatusCode::CREATED,
-        Json(NewWebhookView {
-            webhook: webhook.into(),
-            signing_key: signing_key.expose().to_owned(),
+        Json(NewWebhook {
+            webhook: view(webhook),
+            signing_key: Secret::new(signing_key.expose()),
         }),
     ))
 }
@@ -180,14 +122,14 @@ async fn set_active(
     State(state): State<AppState>,
     session: Session,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<SetActive>,
-) -> Result<Json<WebhookView>, ApiError> {
+    ApiJson(body): ApiJson<SetWebhookActive>,
+) -> Result<Json<Webhook>, ApiError> {
     let id = numeric_id(&id)?;
     state
         .store
         .set_webhook_active(session.merchant_id, id, body.active)
         .await?
-        .map(|w| Json(w.into()))
+        .map(|w| Json(view(w)))
         .ok_or_else(|| ApiError::not_found("you have no webhook with this id"))
 }
 
@@ -209,7 +151,7 @@ async fn deliveries(
     session: Session,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
-) -> Result<Json<Page<DeliveryView>>, ApiError> {
+) -> Result<Json<Page<Delivery>>, ApiError> {
     let id = numeric_id(&id)?;
     let (page, page_size) = parse_page(query.as_deref().unwrap_or(""))?;
     if state
@@ -226,7 +168,7 @@ async fn deliveries(
         .webhook_deliveries(id, page_size, offset)
         .await?;
     Ok(Json(Page {
-        data: rows.into_iter().map(DeliveryView::from).collect(),
+        data: rows.into_iter().map(delivery).collect(),
         page,
         page_size,
         total,
@@ -237,7 +179,7 @@ async fn deliveries(
 async fn rotate_shipment_signing_key(
     State(state): State<AppState>,
     session: Session,
-) -> Result<(StatusCode, Json<SigningKeyView>), ApiError> {
+) -> Result<(StatusCode, Json<SigningKey>), ApiError> {
     let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
     let sealed = state.data_key.seal(signing_key.expose());
     let created_at = state
@@ -246,8 +188,8 @@ async fn rotate_shipment_signing_key(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(SigningKeyView {
-            signing_key: signing_key.expose().to_owned(),
+        Json(SigningKey {
+            signing_key: Secret::new(signing_key.expose()),
             created_at,
         }),
     ))
