@@ -68,6 +68,10 @@ pub struct WebhookArgs {
     /// deliver it (a process that died), in seconds.
     #[arg(long, env = "SHIPMENT_OUTBOX_LEASE_SECS", default_value_t = 60)]
     pub outbox_lease_secs: u64,
+    /// Serve the API only and leave webhook delivery to other processes on
+    /// the same database.
+    #[arg(long, env = "SHIPMENT_NO_WEBHOOK_DELIVERY")]
+    pub no_webhook_delivery: bool,
 }
 
 impl Default for WebhookArgs {
@@ -78,6 +82,7 @@ impl Default for WebhookArgs {
             webhook_timeout_secs: 10,
             outbox_poll_ms: 200,
             outbox_lease_secs: 60,
+            no_webhook_delivery: false,
         }
     }
 }

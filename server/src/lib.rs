@@ -27,6 +27,7 @@ pub struct Application {
     router: axum::Router,
     store: Store,
     dispatcher: webhooks::Dispatcher,
+    deliver_webhooks: bool,
 }
 
 impl Application {
@@ -35,11 +36,13 @@ impl Application {
         let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
         store.migrate().await?;
         let data_key = config.data_key.load()?;
+        let outbox_signal = std::sync::Arc::new(tokio::sync::Notify::new());
         let dispatcher = webhooks::Dispatcher::new(
             store.clone(),
             data_key.clone(),
             config.dispatch_settings()?,
-        )?;
+        )?
+        .woken_by(outbox_signal.clone());
         let listener = TcpListener::bind(config.addr).await?;
         let state = http::AppState::new(
             store.clone(),
@@ -47,12 +50,14 @@ impl Application {
             config.request_timeout(),
             data_key,
             config.webhooks.allow_private_webhook_targets,
+            outbox_signal,
         );
         Ok(Application {
             listener,
             router: http::router(state),
             store,
             dispatcher,
+            deliver_webhooks: !config.webhooks.no_webhook_delivery,
         })
     }
 
@@ -81,12 +86,16 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let dispatching = tokio::spawn(self.dispatcher.run(stopped));
+        let dispatching = self
+            .deliver_webhooks
+            .then(|| tokio::spawn(self.dispatcher.run(stopped)));
         let served = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await;
         let _ = stop.send(true);
-        if let Err(e) = dispatching.await {
+        if let Some(dispatching) = dispatching
+            && let Err(e) = dispatching.await
+        {
             tracing::error!(error = %e, "the webhook dispatcher failed");
         }
         self.store.close().await;

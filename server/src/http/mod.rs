@@ -51,6 +51,9 @@ pub struct AppState {
     /// Password checks running at once: argon2 is deliberately slow, so a
     /// flood of sign-ins queues here instead of starving the API.
     pub password_checks: Arc<tokio::sync::Semaphore>,
+    /// Wakes this process's webhook dispatcher after a shipment changed, so
+    /// a delivery does not wait for the next poll.
+    pub outbox_signal: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -61,6 +64,7 @@ impl AppState {
         request_timeout: Duration,
         data_key: DataKey,
         allow_private_webhook_targets: bool,
+        outbox_signal: Arc<tokio::sync::Notify>,
     ) -> AppState {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         AppState {
@@ -70,6 +74,7 @@ impl AppState {
             data_key,
             allow_private_webhook_targets,
             password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
+            outbox_signal,
         }
     }
 
@@ -84,10 +89,17 @@ impl AppState {
 
 /// The whole application: `/healthz`, `/readyz` and the API under `/api/v1`.
 pub fn router(state: AppState) -> Router {
-    let api = Router::new()
+    // Every successful write to a shipment wrote an outbox row.
+    let changes = Router::new()
         .merge(shipments::router())
-        .merge(couriers::router())
         .merge(courier::router())
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            wake_dispatcher,
+        ));
+    let api = Router::new()
+        .merge(changes)
+        .merge(couriers::router())
         .merge(auth::router())
         .merge(api_keys::router())
         .merge(webhooks::router());
@@ -135,6 +147,20 @@ async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Respo
         })
         .await;
     response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    response
+}
+
+/// After a successful change, tells the dispatcher there is work.
+async fn wake_dispatcher(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let writes = req.method() != axum::http::Method::GET;
+    let response = next.run(req).await;
+    if writes && response.status().is_success() {
+        state.outbox_signal.notify_one();
+    }
     response
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use std::collections::HashMap;
 
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 
 use crate::domain::sealed::DataKey;
@@ -76,6 +76,9 @@ struct Inner {
     settings: DispatchSettings,
     worker: String,
     per_target: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Rung after a change in this process; other processes' changes are
+    /// found by polling.
+    signal: Arc<Notify>,
 }
 
 impl Dispatcher {
@@ -108,9 +111,20 @@ impl Dispatcher {
                 client,
                 settings,
                 per_target: std::sync::Mutex::default(),
+                signal: Arc::new(Notify::new()),
                 worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             }),
         })
+    }
+
+    /// This dispatcher, also woken (besides its polling) when `signal` is
+    /// notified.
+    #[must_use]
+    pub fn woken_by(self, signal: Arc<Notify>) -> Dispatcher {
+        let inner = Arc::into_inner(self.inner).expect("woken_by is called before cloning");
+        Dispatcher {
+            inner: Arc::new(Inner { signal, ..inner }),
+        }
     }
 
     /// Polls and delivers until `stop` turns true, then finishes the
@@ -146,6 +160,7 @@ impl Dispatcher {
                 tokio::select! {
                     Some(_) = running.join_next(), if !running.is_empty() => {}
                     () = tokio::time::sleep(settings.poll_interval) => {}
+                    () = self.inner.signal.notified() => {}
                     _ = stop.changed() => {}
                 }
             }

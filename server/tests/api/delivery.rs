@@ -232,18 +232,16 @@ async fn inactive_webhooks_get_nothing(app: &TestApp) {
     assert!(off.received().is_empty());
 }
 
-/// A server whose own dispatcher stays idle, so the test drives dispatchers
-/// by hand; returns it with the data key it seals with.
+/// A server that does not deliver itself, so the test drives dispatchers by
+/// hand; returns it with the data key it seals with.
 async fn idle_app(db: Db) -> Option<(TestApp, DataKey)> {
     let key = DataKey::generate();
     let hex_key = key.to_hex();
     let app = TestApp::spawn_with(db, move |c| {
-        c.webhooks.outbox_poll_ms = 3_600_000;
+        c.webhooks.no_webhook_delivery = true;
         c.data_key.data_key = Some(hex_key);
     })
     .await?;
-    // Let the built-in dispatcher make its first (empty) poll.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     Some((app, key))
 }
 
@@ -411,5 +409,22 @@ async fn a_slow_receiver_does_not_hold_up_the_others() {
         "the fast delivery waited for the slow one"
     );
     slow.wait_for(1).await;
+    app.stop().await;
+}
+
+/// A change wakes the dispatcher at once: with polling all but off, the
+/// delivery still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_wakes_the_dispatcher_without_waiting_for_a_poll() {
+    let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
+    let app = TestApp::spawn_with(Db::Sqlite, |c| c.webhooks.outbox_poll_ms = 3_600_000)
+        .await
+        .unwrap();
+    let (f, email, password) = app.fixture_with_login().await;
+    register(&app, &email, &password, &receiver.url).await;
+    // Let the dispatcher finish its first poll and start waiting.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.create_default(&f).await;
+    receiver.wait_for(1).await;
     app.stop().await;
 }
