@@ -88,6 +88,12 @@ impl Store {
     /// PostgreSQL, `FOR UPDATE SKIP LOCKED` lets several processes claim at
     /// once without waiting on or taking each other's rows; on SQLite the
     /// claim runs in an immediate transaction, so claims are serialized.
+    ///
+    /// "Oldest of its shipment" is a correlated `MIN` rather than `NOT
+    /// EXISTS` on purpose: PostgreSQL turns `NOT EXISTS` into an anti-join
+    /// whose plan depends on statistics, and a plan cached while the outbox
+    /// was small went quadratic once a burst left 20k rows waiting; the
+    /// scalar subquery stays one index probe per candidate row.
     pub async fn claim_outbox(
         &self,
         worker: &str,
@@ -102,8 +108,8 @@ impl Store {
             "UPDATE outbox SET claimed_by = $1, claimed_until = $2 WHERE id IN (\
                SELECT o.id FROM outbox o \
                WHERE o.done_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until < $3) \
-               AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.shipment_id = o.shipment_id \
-                               AND e.id < o.id AND e.done_at IS NULL) \
+               AND o.id = (SELECT MIN(e.id) FROM outbox e \
+                           WHERE e.shipment_id = o.shipment_id AND e.done_at IS NULL) \
                ORDER BY o.id LIMIT {limit}{lock}) \
              RETURNING id, shipment_id, merchant_id, shipment_code, version, payload"
         );

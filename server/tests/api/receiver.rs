@@ -64,6 +64,9 @@ impl LocalCa {
 pub struct Received {
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// When it arrived (for the delivery benchmark).
+    #[allow(dead_code)]
+    pub at: std::time::Instant,
 }
 
 #[derive(Clone)]
@@ -139,7 +142,12 @@ impl Drop for Receiver {
 }
 
 async fn record(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let at = std::time::Instant::now();
     tokio::time::sleep(shared.delay).await;
-    shared.got.lock().unwrap().push(Received { headers, body });
+    shared
+        .got
+        .lock()
+        .unwrap()
+        .push(Received { headers, body, at });
     shared.status
 }
