@@ -428,3 +428,56 @@ async fn a_change_wakes_the_dispatcher_without_waiting_for_a_poll() {
     receiver.wait_for(1).await;
     app.stop().await;
 }
+
+/// The SSRF guard at connection time: a webhook stored with a private
+/// target (as if its name had changed to a private address after
+/// registration) is refused when delivering, and the refusal is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_targets_are_refused_again_when_connecting() {
+    let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
+    let key = DataKey::generate();
+    let hex_key = key.to_hex();
+    let app = TestApp::spawn_with(Db::Sqlite, move |c| {
+        c.webhooks.allow_private_webhook_targets = false;
+        c.data_key.data_key = Some(hex_key);
+    })
+    .await
+    .unwrap();
+    let (f, email, password) = app.fixture_with_login().await;
+    let port = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let by_name = app
+        .store
+        .create_webhook(f.merchant_id, &receiver.url, &key.seal("whsec_a"))
+        .await
+        .unwrap();
+    let by_address = app
+        .store
+        .create_webhook(
+            f.merchant_id,
+            &format!("https://127.0.0.1:{port}/hook"),
+            &key.seal("whsec_b"),
+        )
+        .await
+        .unwrap();
+    app.create_default(&f).await;
+    let token = app.login(&email, &password).await;
+    let log = wait_for_log(&app, &token, by_name.id, 1).await;
+    let error = log["data"][0]["error"].as_str().unwrap();
+    assert!(error.contains("private addresses"), "{error}");
+    let log = wait_for_log(&app, &token, by_address.id, 1).await;
+    let error = log["data"][0]["error"].as_str().unwrap();
+    assert!(error.contains("private address"), "{error}");
+    assert!(
+        receiver.received().is_empty(),
+        "a private target was reached"
+    );
+    app.stop().await;
+}
