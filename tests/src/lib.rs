@@ -397,7 +397,7 @@ impl TestServer {
 
 impl Drop for TestServer {
     /// The path of a test that panicked: stop serving (the database goes
-    /// with [`DbGuard`]).
+    /// with `DbGuard`).
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

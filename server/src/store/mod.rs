@@ -2,7 +2,7 @@
 //!
 //! Every query is written once, in SQL both engines understand (`$1`
 //! parameters, `RETURNING`), and run on whichever pool the URL chose through
-//! the [`on_pool!`] and [`on_tx!`] macros. Timestamps are truncated to
+//! the `on_pool!` and `on_tx!` macros. Timestamps are truncated to
 //! microseconds in Rust ([`now`]) so both engines store exactly what the API
 //! shows.
 
