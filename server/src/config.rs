@@ -150,6 +150,9 @@ pub struct Config {
     /// Longest a request may take, in seconds, before it is answered 503.
     #[arg(long, env = "SHIPMENT_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    /// Serve `/metrics` on this address instead of the main one.
+    #[arg(long, env = "SHIPMENT_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub webhooks: WebhookArgs,
@@ -173,6 +176,7 @@ impl Config {
                 environment: Environment::Staging,
             },
             request_timeout_secs: 30,
+            metrics_addr: None,
             webhooks: WebhookArgs {
                 allow_private_webhook_targets: true,
                 ..WebhookArgs::default()

@@ -14,6 +14,7 @@ pub mod admin;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod store;
 pub mod webhooks;
 
@@ -28,6 +29,7 @@ pub struct Application {
     store: Store,
     dispatcher: webhooks::Dispatcher,
     deliver_webhooks: bool,
+    metrics_listener: Option<TcpListener>,
 }
 
 impl Application {
@@ -44,6 +46,11 @@ impl Application {
         )?
         .woken_by(outbox_signal.clone());
         let listener = TcpListener::bind(config.addr).await?;
+        let metrics_listener = match config.metrics_addr {
+            Some(addr) => Some(TcpListener::bind(addr).await?),
+            None => None,
+        };
+        metrics::handle();
         let state = http::AppState::new(
             store.clone(),
             config.environment.environment,
@@ -54,10 +61,11 @@ impl Application {
         );
         Ok(Application {
             listener,
-            router: http::router(state),
+            router: http::router(state, metrics_listener.is_none()),
             store,
             dispatcher,
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
+            metrics_listener,
         })
     }
 
@@ -73,6 +81,14 @@ impl Application {
         &self.store
     }
 
+    /// The address of the separate metrics listener, if `--metrics-addr`
+    /// asked for one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
     /// The webhook dispatcher (tests drive it by hand with `run_once`).
     pub fn dispatcher(&self) -> &webhooks::Dispatcher {
         &self.dispatcher
@@ -86,6 +102,23 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        if let Some(listener) = self.metrics_listener {
+            let app = axum::Router::new()
+                .route("/metrics", axum::routing::get(metrics::render))
+                .with_state(self.store.clone());
+            let mut stopped = stopped.clone();
+            tokio::spawn(async move {
+                let until = async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                };
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(until)
+                    .await
+                {
+                    tracing::error!(error = %e, "the metrics listener failed");
+                }
+            });
+        }
         let dispatching = self
             .deliver_webhooks
             .then(|| tokio::spawn(self.dispatcher.run(stopped)));

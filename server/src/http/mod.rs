@@ -10,7 +10,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
@@ -87,8 +87,9 @@ impl AppState {
     }
 }
 
-/// The whole application: `/healthz`, `/readyz` and the API under `/api/v1`.
-pub fn router(state: AppState) -> Router {
+/// The whole application: `/healthz`, `/readyz`, the API under `/api/v1`
+/// and, when `with_metrics`, `/metrics`.
+pub fn router(state: AppState, with_metrics: bool) -> Router {
     // Every successful write to a shipment wrote an outbox row.
     let changes = Router::new()
         .merge(shipments::router())
@@ -104,9 +105,15 @@ pub fn router(state: AppState) -> Router {
         .merge(api_keys::router())
         .merge(webhooks::router());
     let timeout = state.request_timeout;
-    Router::new()
-        .merge(health::router())
-        .nest("/api/v1", api)
+    let mut app = Router::new().merge(health::router()).nest("/api/v1", api);
+    if with_metrics {
+        let store = state.store.clone();
+        app = app.route(
+            "/metrics",
+            axum::routing::get(move || crate::metrics::render(axum::extract::State(store))),
+        );
+    }
+    app.route_layer(middleware::from_fn(crate::metrics::track_requests))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -114,10 +121,15 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal(&"a handler panicked").into_response()
         }))
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-            let id = req.headers().get(&REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-            tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
-        }))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request| {
+                    let id = req.headers().get(&REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+                    tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
+                })
+                // One line per request, in its span, so it carries the request id.
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
         .layer(middleware::from_fn(move |req, next| request_scope(req, next, timeout)))
 }
 

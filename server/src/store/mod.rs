@@ -120,6 +120,17 @@ pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// Connections of the pool at one moment.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolUsage {
+    /// Handed out to a query or transaction.
+    pub in_use: u32,
+    /// Open and waiting.
+    pub idle: u32,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
 /// Settings of the connection pool.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolSettings {
@@ -207,6 +218,20 @@ impl Store {
             .await
             .map(|r| r.rows_affected()))?;
         Ok(())
+    }
+
+    /// How many connections are open, idle and allowed (for `/metrics`).
+    pub fn pool_usage(&self) -> PoolUsage {
+        let (size, idle, max) = on_pool!(self, |pool| (
+            pool.size(),
+            u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+            pool.options().get_max_connections()
+        ));
+        PoolUsage {
+            in_use: size.saturating_sub(idle),
+            idle,
+            max,
+        }
     }
 
     /// Closes every connection (graceful shutdown).

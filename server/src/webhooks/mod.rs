@@ -248,7 +248,8 @@ impl Dispatcher {
         let _permit = slot.acquire().await;
         let started = Instant::now();
         let outcome = self.try_send(row, target).await;
-        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let elapsed = started.elapsed();
+        let duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
         let attempt = match outcome {
             Ok(status) if status < 400 => Attempt {
                 status_code: Some(status),
@@ -266,6 +267,7 @@ impl Dispatcher {
                 duration_ms,
             },
         };
+        crate::metrics::delivery(attempt.error.is_none(), elapsed.as_secs_f64());
         tracing::info!(
             outbox_id = row.id,
             shipment = %row.shipment_code,

@@ -10,5 +10,6 @@ mod dashboard;
 mod delivery;
 mod errors;
 mod lifecycle;
+mod operations;
 mod processes;
 mod shipments;
