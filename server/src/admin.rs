@@ -218,8 +218,8 @@ impl AdminCommand {
     }
 }
 
-/// What the demo made: everything a person needs to try the API.
-#[derive(Debug)]
+/// What the demo made: everything a person needs to try the API. `Debug`
+/// leaves the password and keys out.
 pub struct DemoAccount {
     /// The demo merchant.
     pub merchant_id: i64,
@@ -235,6 +235,17 @@ pub struct DemoAccount {
     pub courier_key: String,
     /// One of its drivers.
     pub driver_id: i64,
+}
+
+impl std::fmt::Debug for DemoAccount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoAccount")
+            .field("merchant_id", &self.merchant_id)
+            .field("email", &self.email)
+            .field("courier_id", &self.courier_id)
+            .field("driver_id", &self.driver_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Seeds a demo merchant with a key and two linked couriers with drivers.

@@ -15,6 +15,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod metrics;
+pub mod simulate;
 pub mod store;
 pub mod webhooks;
 

@@ -45,6 +45,14 @@ enum Command {
             default_value = "sqlite://shipment-demo.db"
         )]
         database_url: String,
+        /// Create shipments and move them through their lifecycle by
+        /// themselves, so webhooks fire; one step every this many seconds.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "3")]
+        simulate: Option<u64>,
+        /// Extra root certificates (PEM) to trust for webhook targets, such
+        /// as a local receiver's own CA.
+        #[arg(long, env = "SHIPMENT_WEBHOOK_CA_FILE")]
+        webhook_ca_file: Option<std::path::PathBuf>,
     },
     /// Accounts and keys, without SQL.
     Admin {
@@ -96,9 +104,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             store.migrate().await?;
             println!("migrated {}", redact_url(&database.database_url));
         }
-        Command::Demo { addr, database_url } => {
+        Command::Demo {
+            addr,
+            database_url,
+            simulate,
+            webhook_ca_file,
+        } => {
             let mut config = Config::local(&database_url);
             config.addr = addr;
+            config.webhooks.webhook_ca_file = webhook_ca_file;
             // The demo database outlives the process, so its data key must too.
             config.data_key.data_key = None;
             config.data_key.data_key_file = "shipment-demo.key".into();
@@ -107,7 +121,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .context("cannot start the demo")?;
             let env = config.environment.environment;
             let demo = admin::seed_demo(app.store(), env).await?;
-            print_demo(&format!("http://{}/api/v1", app.local_addr()), &demo);
+            let base = format!("http://{}/api/v1", app.local_addr());
+            print_demo(&base, &demo);
+            if let Some(secs) = simulate {
+                let every = std::time::Duration::from_secs(secs.max(1));
+                println!(
+                    "Simulating: a shipment moves one step every {} s.\n",
+                    every.as_secs()
+                );
+                tokio::spawn(shipment_server::simulate::run(base, demo, every));
+            }
             app.run_until(shutdown_signal()).await?;
         }
         Command::Admin {

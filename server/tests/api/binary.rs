@@ -200,3 +200,64 @@ async fn the_demo_prints_working_credentials_and_stops_gracefully() {
         "SIGTERM ends the server cleanly: {status}"
     );
 }
+
+#[tokio::test]
+async fn the_simulating_demo_moves_shipments_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("sim.db").display());
+    let mut child = server()
+        .args([
+            "demo",
+            "--addr",
+            "127.0.0.1:0",
+            "--database-url",
+            &db,
+            "--simulate",
+            "1",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut base, mut key) = (String::new(), String::new());
+    let read = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["API", "base", "URL", url] => base = (*url).to_owned(),
+                ["Merchant", "API", "key", k] => key = (*k).to_owned(),
+                ["Simulating:", ..] => break,
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the demo says it simulates");
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    // Within a few ticks a shipment has been created and moved on.
+    let mut moved = false;
+    for _ in 0..60 {
+        let page: Value = client
+            .get(format!("{base}/shipments?page_size=100"))
+            .header("X-API-KEY", &key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        moved = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["version"].as_i64().unwrap() >= 2);
+        if moved {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(moved, "no simulated shipment moved");
+    child.kill().await.unwrap();
+}
