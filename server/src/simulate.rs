@@ -15,7 +15,7 @@ use crate::admin::DemoAccount;
 /// At most this many shipments are moving at once.
 const MOVING: usize = 5;
 
-/// Every `every`, creates a shipment (while fewer than [`MOVING`] move) and
+/// Every `every`, creates a shipment (while fewer than five move) and
 /// moves each moving shipment one step, until the process stops.
 pub async fn run(base: String, demo: DemoAccount, every: Duration) {
     let client = reqwest::Client::builder()
