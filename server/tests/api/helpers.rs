@@ -69,7 +69,7 @@ pub struct TestApp {
 /// uniquely named PostgreSQL database (dropped by [`FreshDb::drop_database`]).
 pub struct FreshDb {
     pub url: String,
-    cleanup: Cleanup,
+    cleanup: Option<Cleanup>,
 }
 
 impl FreshDb {
@@ -100,18 +100,53 @@ impl FreshDb {
                 (url, Cleanup::Postgres { admin_url, name })
             }
         };
-        Some(FreshDb { url, cleanup })
+        Some(FreshDb {
+            url,
+            cleanup: Some(cleanup),
+        })
     }
 
     /// Drops a PostgreSQL database (a SQLite one goes with its directory).
-    pub async fn drop_database(self) {
-        self.cleanup.run().await;
+    pub async fn drop_database(mut self) {
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup.run().await;
+        }
     }
 }
 
 enum Cleanup {
     Sqlite(#[allow(dead_code)] Arc<tempfile::TempDir>),
     Postgres { admin_url: String, name: String },
+}
+
+impl Drop for FreshDb {
+    fn drop(&mut self) {
+        drop_in_background(self.cleanup.take());
+    }
+}
+
+/// Drops a database from synchronous code (a `Drop`), on a thread with a
+/// runtime of its own, since a future cannot be blocked on inside one.
+fn drop_in_background(cleanup: Option<Cleanup>) {
+    if let Some(cleanup) = cleanup {
+        let _ = std::thread::spawn(move || {
+            if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                runtime.block_on(cleanup.run());
+            }
+        })
+        .join();
+    }
+}
+
+/// A test that panicked never reaches `stop()`: drop its PostgreSQL
+/// database anyway, so failed runs leave nothing behind on the server.
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        drop_in_background(self.cleanup.take());
+    }
 }
 
 impl Cleanup {
@@ -138,8 +173,11 @@ impl TestApp {
 
     /// Like [`TestApp::spawn`], with the configuration adjusted first.
     pub async fn spawn_with(db: Db, configure: impl FnOnce(&mut Config)) -> Option<TestApp> {
-        let fresh = FreshDb::create(db).await?;
-        let (url, cleanup) = (fresh.url.clone(), fresh.cleanup);
+        let mut fresh = FreshDb::create(db).await?;
+        let (url, cleanup) = (
+            fresh.url.clone(),
+            fresh.cleanup.take().expect("a new database"),
+        );
         let mut config = Config::local(&url);
         config.request_timeout_secs = 30;
         config.webhooks.webhook_ca_file = Some(crate::receiver::ca().pem_file.clone());
