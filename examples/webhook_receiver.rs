@@ -14,18 +14,25 @@
 //! - `WEBHOOK_SIGNING_KEYS` (required): the signing key, or several, comma
 //!   separated and newest first, while rotating (`whsec_new,whsec_old`).
 //! - `LISTEN_ADDR` (default `127.0.0.1:3000`).
+//! - `TLS_CERT` and `TLS_KEY` (optional): PEM files; with them the receiver
+//!   serves HTTPS, which the service requires of every webhook URL. For a
+//!   local try, `cargo run -p examples --example dev_certificate` makes a
+//!   pair for `localhost` and the CA to give the server.
 //!
 //! Deliveries that fail are not retried by the service: after downtime, catch
 //! up with `GET /shipments?updated_after=...` and feed the results through
 //! the same de-duplication.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
 use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
 use axum::routing::post;
+use axum_server::tls_rustls::RustlsConfig;
 use tokio::sync::mpsc;
 use webhook_verify::Verifier;
 use webhook_verify::axum::VerifiedJson;
@@ -64,21 +71,42 @@ async fn main() -> anyhow::Result<()> {
     let app = Router::new()
         .route("/webhooks/shipments", post(receive_shipment))
         .with_state(AppState { verifier, work });
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} (LISTEN_ADDR)"))?;
-    eprintln!(
-        "listening on http://{}/webhooks/shipments",
-        listener.local_addr()?
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            // If the signal handler cannot be installed, run until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
-        .await?;
+    let tls = match (std::env::var_os("TLS_CERT"), std::env::var_os("TLS_KEY")) {
+        (Some(cert), Some(key)) => Some(
+            RustlsConfig::from_pem_file(&cert, &key)
+                .await
+                .context("cannot load TLS_CERT / TLS_KEY")?,
+        ),
+        _ => None,
+    };
+    let addr: SocketAddr = addr
+        .parse()
+        .with_context(|| format!("LISTEN_ADDR {addr} is not an address"))?;
+    let handle = axum_server::Handle::new();
+    let stopping = handle.clone();
+    tokio::spawn(async move {
+        // If the signal handler cannot be installed, run until killed.
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stopping.graceful_shutdown(Some(Duration::from_secs(10)));
+        }
+    });
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("listening on {scheme}://{addr}/webhooks/shipments");
+    let service = app.into_make_service();
+    match tls {
+        Some(tls) => {
+            axum_server::bind_rustls(addr, tls)
+                .handle(handle)
+                .serve(service)
+                .await?;
+        }
+        None => {
+            axum_server::bind(addr)
+                .handle(handle)
+                .serve(service)
+                .await?
+        }
+    }
 
     // The router, and with it the queue's sender, is gone: the worker
     // finishes what is queued and stops.
