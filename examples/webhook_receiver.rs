@@ -104,7 +104,7 @@ async fn main() -> anyhow::Result<()> {
             axum_server::bind(addr)
                 .handle(handle)
                 .serve(service)
-                .await?
+                .await?;
         }
     }
 
