@@ -1,0 +1,221 @@
+//! `shipctl login`, `logout` and `whoami`: the dashboard session, and what
+//! the active profile would use.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::cli::LoginArgs;
+use crate::config::{self, Session};
+use crate::error::{AUTH, Failure, Surface};
+use crate::output::{self, Cell, Format};
+use crate::{Ctx, note, stdin_is_terminal};
+
+/// Signs in and saves the session token for the active profile.
+pub async fn login(ctx: &Ctx, args: LoginArgs) -> Result<(), Failure> {
+    let email = match args.email.or_else(|| ctx.settings.email.clone()) {
+        Some(email) => email,
+        None if stdin_is_terminal() && !args.password_stdin => ask("E-mail: ")?,
+        None => {
+            return Err(Failure::usage("no e-mail to sign in with")
+                .hint("pass --email, set SHIPCTL_EMAIL, or `shipctl config set email`"));
+        }
+    };
+    let password = if args.password_stdin {
+        super::read_stdin_line("password")?
+    } else if stdin_is_terminal() {
+        rpassword::prompt_password(format!("Password for {email}: ")).map_err(|e| {
+            Failure::new(
+                crate::error::FAILURE,
+                format!("cannot read the password: {e}"),
+            )
+        })?
+    } else {
+        return Err(
+            Failure::usage("cannot ask for the password: stdin is not a terminal")
+                .hint("pipe the password with --password-stdin"),
+        );
+    };
+    if password.is_empty() {
+        return Err(Failure::usage("the password is empty"));
+    }
+    let dashboard = ctx
+        .dashboard_builder()?
+        .login(&email, &password)
+        .await
+        .map_err(|e| Failure::sdk(e, Surface::Login))?;
+    let session = Session {
+        base_url: ctx.settings.effective_base_url(),
+        email: email.clone(),
+        token: dashboard.token().expose().to_owned(),
+        expires_at: dashboard
+            .expires_at()
+            .unwrap_or_else(|| chrono::Utc::now() + chrono::Duration::hours(12)),
+    };
+    let profile = &ctx.settings.profile.value;
+    session.save(&ctx.paths, profile)?;
+    note(format!(
+        "signed in to {} as {email} (profile {profile}) until {}",
+        session.base_url,
+        output::short_time(&session.expires_at)
+    ));
+    Ok(())
+}
+
+fn ask(prompt: &str) -> Result<String, Failure> {
+    eprint!("{prompt}");
+    let mut line = String::new();
+    io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| Failure::new(crate::error::FAILURE, format!("cannot read stdin: {e}")))?;
+    let line = line.trim().to_owned();
+    if line.is_empty() {
+        return Err(Failure::usage("no e-mail given"));
+    }
+    Ok(line)
+}
+
+/// Ends the session at the service and forgets its token.
+pub async fn logout(ctx: &Ctx) -> Result<(), Failure> {
+    let profile = &ctx.settings.profile.value;
+    let Some(session) = Session::load(&ctx.paths, profile)? else {
+        note(format!("not signed in (profile {profile})"));
+        return Ok(());
+    };
+    // An expired or revoked session is already over at the service: forget
+    // it here all the same.
+    match ctx.dashboard() {
+        Ok(dashboard) => match dashboard.logout().await {
+            Ok(()) => {}
+            Err(e) if e.status() == Some(401) => {}
+            Err(e) => return Err(Failure::sdk(e, Surface::Login)),
+        },
+        Err(f) if f.code == AUTH => {}
+        Err(f) => return Err(f),
+    }
+    Session::remove(&ctx.paths, profile)?;
+    note(format!(
+        "signed out {} from {} (profile {profile})",
+        session.email, session.base_url
+    ));
+    Ok(())
+}
+
+/// What `whoami` reports, also as JSON.
+#[derive(Debug, Serialize)]
+struct Identity {
+    profile: String,
+    environment: &'static str,
+    base_url: String,
+    api_key: Option<String>,
+    api_key_source: Option<String>,
+    /// `true` accepted, `false` refused, `None` not checked (no key).
+    api_key_accepted: Option<bool>,
+    dashboard_email: Option<String>,
+    dashboard_expires_at: Option<String>,
+    dashboard_session_valid: Option<bool>,
+}
+
+/// Shows the active profile and credentials, checking each with the
+/// service. Exit 3 when nothing is configured or a credential is refused.
+pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
+    let settings = &ctx.settings;
+    let mut id = Identity {
+        profile: settings.profile.value.clone(),
+        environment: settings.environment.value.as_str(),
+        base_url: settings.effective_base_url(),
+        api_key: settings.api_key.as_ref().map(|k| config::mask(&k.value)),
+        api_key_source: settings.api_key.as_ref().map(|k| k.source.to_string()),
+        api_key_accepted: None,
+        dashboard_email: None,
+        dashboard_expires_at: None,
+        dashboard_session_valid: None,
+    };
+    let mut problems = Vec::new();
+    if settings.api_key.is_some() {
+        match ctx.client()?.couriers().list().await {
+            Ok(_) => id.api_key_accepted = Some(true),
+            Err(e) if matches!(e.status(), Some(401 | 403)) => {
+                id.api_key_accepted = Some(false);
+                problems.push("the API key was refused");
+            }
+            Err(e) => return Err(Failure::sdk(e, Surface::Couriers)),
+        }
+    }
+    if let Some(session) = Session::load(&ctx.paths, &settings.profile.value)? {
+        id.dashboard_email = Some(session.email.clone());
+        id.dashboard_expires_at = Some(output::short_time(&session.expires_at));
+        let valid = match ctx.dashboard() {
+            Ok(dashboard) => match dashboard.api_keys().list().await {
+                Ok(_) => true,
+                Err(e) if e.status() == Some(401) => false,
+                Err(e) => return Err(Failure::sdk(e, Surface::Keys)),
+            },
+            Err(f) if f.code == AUTH => false,
+            Err(f) => return Err(f),
+        };
+        id.dashboard_session_valid = Some(valid);
+        if !valid {
+            problems.push("the dashboard session has ended");
+        }
+    }
+    match ctx.format() {
+        Format::Table => {
+            let yes_no = |v: Option<bool>, yes: &str, no: &str| match v {
+                Some(true) => Cell::plain(yes),
+                Some(false) => Cell::plain(no),
+                None => Cell::opt(None::<String>),
+            };
+            let key = match (&id.api_key, &id.api_key_source) {
+                (Some(k), Some(src)) => Cell::plain(format!("{k} ({src})")),
+                _ => Cell::opt(None::<String>),
+            };
+            let dashboard = match (&id.dashboard_email, &id.dashboard_expires_at) {
+                (Some(e), Some(t)) => Cell::plain(format!("{e} (until {t})")),
+                _ => Cell::plain("not signed in"),
+            };
+            output::detail(
+                out,
+                &[
+                    (
+                        "profile",
+                        Cell::plain(format!("{} ({})", id.profile, settings.profile.source)),
+                    ),
+                    (
+                        "environment",
+                        Cell::plain(format!(
+                            "{} ({})",
+                            id.environment, settings.environment.source
+                        )),
+                    ),
+                    ("base_url", Cell::plain(&id.base_url)),
+                    ("api_key", key),
+                    (
+                        "api_key_ok",
+                        yes_no(id.api_key_accepted, "accepted", "refused"),
+                    ),
+                    ("dashboard", dashboard),
+                    (
+                        "session_ok",
+                        yes_no(id.dashboard_session_valid, "valid", "ended"),
+                    ),
+                ],
+            )?;
+        }
+        Format::Json => output::json(out, &id)?,
+        Format::Ndjson => output::json_line(out, &id)?,
+    }
+    if id.api_key.is_none() && id.dashboard_email.is_none() {
+        return Err(Failure::new(AUTH, "not signed in and no API key")
+            .hint("run `shipctl login`, or `shipctl config set api-key`"));
+    }
+    if let Some(first) = problems.first() {
+        let fix = if id.api_key_accepted == Some(false) {
+            "check the key with `shipctl config set api-key`, or `shipctl keys create --save`"
+        } else {
+            "run `shipctl login`"
+        };
+        return Err(Failure::new(AUTH, *first).hint(fix));
+    }
+    Ok(())
+}

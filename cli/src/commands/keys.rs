@@ -1,0 +1,83 @@
+//! `shipctl keys ...`: API keys, through the dashboard session.
+
+use std::io::Write;
+
+use crate::cli::KeysCommand;
+use crate::config::Profile;
+use crate::error::{FAILURE, Failure, Surface};
+use crate::output::{self, Cell, Format};
+use crate::{Ctx, note};
+
+fn fail(e: shipment_sdk::Error) -> Failure {
+    Failure::sdk(e, Surface::Keys)
+}
+
+/// Runs a `keys` command.
+pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: KeysCommand) -> Result<(), Failure> {
+    let dashboard = ctx.dashboard()?;
+    let keys = dashboard.api_keys();
+    let format = ctx.format();
+    match command {
+        KeysCommand::Create { name, save } => {
+            let created = keys
+                .create(name.as_deref().unwrap_or(""))
+                .await
+                .map_err(fail)?;
+            match format {
+                Format::Table => {
+                    let mut fields = output::Tabular::detail(&created.api_key);
+                    fields.push(("SECRET", Cell::plain(created.key.expose())));
+                    output::detail(out, &fields)?;
+                }
+                Format::Json => output::json(out, &created)?,
+                Format::Ndjson => output::json_line(out, &created)?,
+            }
+            if save {
+                let mut file = crate::config::ConfigFile::load(&ctx.paths)?;
+                let profile = ctx.settings.profile.value.clone();
+                file.profiles
+                    .entry(profile.clone())
+                    .or_insert_with(Profile::default)
+                    .api_key = Some(created.key.expose().to_owned());
+                file.save(&ctx.paths)?;
+                note(format!("saved as the API key of profile {profile}"));
+            } else {
+                note("store the key now: it is not shown again");
+            }
+        }
+        KeysCommand::List => output::list(out, format, &keys.list().await.map_err(fail)?)?,
+        KeysCommand::Delete { id } => {
+            keys.delete(id).await.map_err(fail)?;
+            note(format!("deleted API key {id}: requests with it now fail"));
+        }
+        KeysCommand::Verify { key } => {
+            let key = match key {
+                Some(key) => key,
+                None => super::read_secret("API key: ", "API key")?,
+            };
+            let verdict = keys.verify(key.trim()).await.map_err(fail)?;
+            match format {
+                Format::Table => {
+                    let fields = [
+                        (
+                            "valid",
+                            Cell::plain(if verdict.valid { "yes" } else { "no" }),
+                        ),
+                        ("id", Cell::opt(verdict.id)),
+                        ("name", Cell::opt(verdict.name.as_ref())),
+                    ];
+                    output::detail(out, &fields)?;
+                }
+                Format::Json => output::json(out, &verdict)?,
+                Format::Ndjson => output::json_line(out, &verdict)?,
+            }
+            if !verdict.valid {
+                return Err(Failure::new(
+                    FAILURE,
+                    "the key is not a valid key of this account",
+                ));
+            }
+        }
+    }
+    Ok(())
+}

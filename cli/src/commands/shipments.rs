@@ -1,0 +1,283 @@
+//! `shipctl shipments ...`: create, list, get, cancel, rate,
+//! confirmation-code and watch.
+
+use std::io::{self, IsTerminal as _, Read as _, Write};
+use std::time::Duration;
+
+use futures_util::TryStreamExt as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use shipment_sdk::Client;
+use shipment_sdk::model::{CreateShipment, ListShipments, Shipment, Status};
+
+use crate::cli::{CreateArgs, ListArgs, ShipmentsCommand, WatchArgs};
+use crate::error::{Failure, Surface};
+use crate::output::{self, Format, Streamed};
+use crate::{Ctx, note};
+
+/// The minimum column widths of a streamed shipment table (`--all`), wide
+/// enough for the usual values so the columns line up without buffering.
+const STREAM_WIDTHS: &[usize] = &[13, 19, 7, 6, 8, 20];
+
+fn fail(e: shipment_sdk::Error) -> Failure {
+    Failure::sdk(e, Surface::Shipments)
+}
+
+/// Runs a `shipments` command.
+pub async fn exec(
+    ctx: &Ctx,
+    out: &mut dyn Write,
+    command: ShipmentsCommand,
+) -> Result<(), Failure> {
+    let client = ctx.client()?;
+    let shipments = client.shipments();
+    let format = ctx.format();
+    match command {
+        ShipmentsCommand::Create(args) => {
+            let request = create_request(&args)?;
+            let shipment = match &args.idempotency_key {
+                Some(key) => shipments.create_with_idempotency_key(&request, key).await,
+                None => shipments.create(&request).await,
+            }
+            .map_err(fail)?;
+            output::one(out, format, &shipment)?;
+        }
+        ShipmentsCommand::List(args) => list(&client, out, format, args).await?,
+        ShipmentsCommand::Get { code } => {
+            output::one(out, format, &shipments.get(&code).await.map_err(fail)?)?;
+        }
+        ShipmentsCommand::Cancel { code } => {
+            let shipment = shipments.cancel(&code).await.map_err(fail)?;
+            output::one(out, format, &shipment)?;
+        }
+        ShipmentsCommand::Rate { code, rating } => {
+            let shipment = shipments.rate(&code, rating).await.map_err(fail)?;
+            output::one(out, format, &shipment)?;
+        }
+        ShipmentsCommand::ConfirmationCode { code } => {
+            let generated = shipments
+                .generate_confirmation_code(&code)
+                .await
+                .map_err(fail)?;
+            output::one(out, format, &generated)?;
+            if format == Format::Table {
+                note("give this code to the recipient: the courier needs it to deliver");
+            }
+        }
+        ShipmentsCommand::Watch(args) => watch(&client, out, format, args).await?,
+    }
+    Ok(())
+}
+
+async fn list(
+    client: &Client,
+    out: &mut dyn Write,
+    format: Format,
+    args: ListArgs,
+) -> Result<(), Failure> {
+    let mut query = ListShipments::default();
+    if let Some(s) = &args.status {
+        query = query.status(s.parse::<Status>().unwrap_or_else(|never| match never {}));
+    }
+    if let Some(c) = args.courier {
+        query = query.courier_company_id(c);
+    }
+    if let Some(t) = args.created_after {
+        query = query.created_after(t);
+    }
+    if let Some(t) = args.created_before {
+        query = query.created_before(t);
+    }
+    if let Some(t) = args.updated_after {
+        query = query.updated_after(t);
+    }
+    if let Some(n) = args.page_size {
+        query = query.page_size(n);
+    }
+    if args.all {
+        return list_all(client, out, format, query).await;
+    }
+    if let Some(p) = args.page {
+        query = query.page(p);
+    }
+    let page = client.shipments().list(&query).await.map_err(fail)?;
+    output::list(out, format, &page.data)?;
+    if format == Format::Table {
+        let mut summary = format!(
+            "page {} of {} ({} {})",
+            page.page,
+            page.total_pages.max(1),
+            page.total,
+            if page.total == 1 { "shipment" } else { "shipments" }
+        );
+        if u64::from(page.page) < page.total_pages {
+            summary.push_str(&format!("; next: --page {}, or --all", page.page + 1));
+        }
+        note(summary);
+    }
+    Ok(())
+}
+
+/// Every page, one shipment at a time: never the whole list in memory.
+async fn list_all(
+    client: &Client,
+    out: &mut dyn Write,
+    format: Format,
+    query: ListShipments,
+) -> Result<(), Failure> {
+    // Rows on a terminal show the progress themselves; a spinner helps when
+    // they go to a file or a pipe.
+    let progress = if io::stdout().is_terminal() {
+        None
+    } else {
+        spinner("fetching shipments")
+    };
+    let stream = client.shipments().list_all(query);
+    futures_util::pin_mut!(stream);
+    let mut list = Streamed::start::<Shipment>(out, format, STREAM_WIDTHS)?;
+    let mut count = 0u64;
+    while let Some(shipment) = stream.try_next().await.map_err(fail)? {
+        list.push(&shipment)?;
+        count += 1;
+        if let Some(p) = &progress {
+            p.set_message(format!("fetched {count} shipments"));
+        }
+    }
+    list.finish()?;
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    if format == Format::Table {
+        note(format!("{count} shipments"));
+    }
+    Ok(())
+}
+
+/// Polls a shipment until it reaches a final status, printing each version
+/// once.
+async fn watch(
+    client: &Client,
+    out: &mut dyn Write,
+    format: Format,
+    args: WatchArgs,
+) -> Result<(), Failure> {
+    let progress = spinner(&format!("watching {}", args.code));
+    let mut seen: Option<i64> = None;
+    loop {
+        let shipment = client.shipments().get(&args.code).await.map_err(fail)?;
+        if seen != Some(shipment.version) {
+            seen = Some(shipment.version);
+            let mut print = || -> io::Result<()> {
+                match format {
+                    Format::Table => change_line(out, &shipment),
+                    Format::Ndjson => output::json_line(out, &shipment),
+                    // One document: the final shipment, below.
+                    Format::Json => Ok(()),
+                }?;
+                out.flush()
+            };
+            match &progress {
+                Some(p) => p.suspend(print)?,
+                None => print()?,
+            }
+            if let Some(p) = &progress {
+                p.set_message(format!(
+                    "{} is {} (version {}); waiting for the next change",
+                    shipment.code, shipment.status, shipment.version
+                ));
+            }
+        }
+        if shipment.status.is_final() {
+            if let Some(p) = progress {
+                p.finish_and_clear();
+            }
+            if format == Format::Json {
+                output::json(out, &shipment)?;
+            }
+            return Ok(());
+        }
+        tokio::time::sleep(args.interval).await;
+    }
+}
+
+/// `2026-11-21 09:31:02Z  SHP-7K3M-Q9ZX  v2  assigned_to_driver  driver 12`
+fn change_line(out: &mut dyn Write, s: &Shipment) -> io::Result<()> {
+    let style = output::status_style(&s.status);
+    write!(
+        out,
+        "{}  {}  v{:<3} {style}{:<19}{style:#}",
+        output::short_time(&s.updated_at),
+        s.code,
+        s.version,
+        s.status.as_str()
+    )?;
+    match (&s.status, s.assigned_driver_id, &s.failure_reason) {
+        (Status::Failed, _, Some(reason)) => write!(out, "  {reason}")?,
+        (Status::AssignedToDriver | Status::InTransit, Some(driver), _) => {
+            write!(out, "  driver {driver}")?;
+        }
+        _ => {}
+    }
+    writeln!(out)
+}
+
+/// A spinner on stderr, only when stderr is a terminal.
+fn spinner(message: &str) -> Option<ProgressBar> {
+    if !io::stderr().is_terminal() {
+        return None;
+    }
+    let progress = ProgressBar::new_spinner();
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    progress.set_message(message.to_owned());
+    progress.enable_steady_tick(Duration::from_millis(120));
+    Some(progress)
+}
+
+fn create_request(args: &CreateArgs) -> Result<CreateShipment, Failure> {
+    if let Some(path) = &args.file {
+        let text = if path.as_os_str() == "-" {
+            let mut text = Vec::new();
+            io::stdin()
+                .read_to_end(&mut text)
+                .map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
+            text
+        } else {
+            std::fs::read(path)
+                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?
+        };
+        return serde_json::from_slice(&text).map_err(|e| {
+            Failure::usage(format!(
+                "{} is not a shipment create request: {e}",
+                path.display()
+            ))
+        });
+    }
+    let courier = args
+        .courier
+        .ok_or_else(|| Failure::usage("--courier (or --file) is required"))?;
+    let mut request = CreateShipment::new(courier);
+    if let Some(w) = args.weight {
+        request = request.weight_kg(w);
+    }
+    if let Some(d) = &args.dimensions {
+        request = request.dimensions(d);
+    }
+    if let Some(a) = &args.from {
+        request = request.start_address(a);
+    }
+    if let Some(a) = &args.to {
+        request = request.end_address(a);
+    }
+    for item in &args.items {
+        request = request.item(item);
+    }
+    if let Some(d) = &args.description {
+        request = request.description(d);
+    }
+    if let Some(u) = &args.webhook_url {
+        request = request.webhook_url(u);
+    }
+    Ok(request)
+}

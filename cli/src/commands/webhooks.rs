@@ -1,0 +1,135 @@
+//! `shipctl webhooks ...`: registered webhooks through the dashboard
+//! session, and offline signing and checking of deliveries.
+
+use std::io::{self, Read as _, Write};
+
+use crate::cli::{BodyArg, WebhooksCommand};
+use crate::error::{FAILURE, Failure, Surface};
+use crate::output::{self, Cell, Format};
+use crate::{Ctx, note};
+
+fn fail(e: shipment_sdk::Error) -> Failure {
+    Failure::sdk(e, Surface::Webhooks)
+}
+
+/// Whether the command works without the service (and without settings).
+pub fn is_offline(command: &WebhooksCommand) -> bool {
+    matches!(
+        command,
+        WebhooksCommand::Sign { .. } | WebhooksCommand::Verify { .. }
+    )
+}
+
+/// `webhooks sign` and `webhooks verify`: exit 0 when valid, 1 with the
+/// reason when not.
+pub fn exec_offline(out: &mut dyn Write, command: WebhooksCommand) -> Result<(), Failure> {
+    match command {
+        WebhooksCommand::Sign { key, body } => {
+            let body = read_body(&body)?;
+            writeln!(out, "{}", webhook_verify::sign(&key.signing_key, &body))?;
+            Ok(())
+        }
+        WebhooksCommand::Verify {
+            key,
+            signature,
+            body,
+        } => {
+            let body = read_body(&body)?;
+            webhook_verify::verify(&key.signing_key, &body, &signature)
+                .map_err(|e| Failure::new(FAILURE, format!("invalid signature: {e}")))?;
+            writeln!(out, "valid")?;
+            Ok(())
+        }
+        _ => unreachable!("only sign and verify are offline"),
+    }
+}
+
+fn read_body(arg: &BodyArg) -> Result<Vec<u8>, Failure> {
+    match &arg.body_file {
+        Some(path) => std::fs::read(path)
+            .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display()))),
+        None => {
+            let mut body = Vec::new();
+            io::stdin()
+                .read_to_end(&mut body)
+                .map_err(|e| Failure::usage(format!("cannot read the body from stdin: {e}")))?;
+            Ok(body)
+        }
+    }
+}
+
+/// Runs a `webhooks` command that talks to the service.
+pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> Result<(), Failure> {
+    let dashboard = ctx.dashboard()?;
+    let webhooks = dashboard.webhooks();
+    let format = ctx.format();
+    match command {
+        WebhooksCommand::Register { url } => {
+            let created = webhooks.register(&url).await.map_err(fail)?;
+            match format {
+                Format::Table => {
+                    let mut fields = output::Tabular::detail(&created.webhook);
+                    fields.push(("SIGNING KEY", Cell::plain(created.signing_key.expose())));
+                    output::detail(out, &fields)?;
+                }
+                Format::Json => output::json(out, &created)?,
+                Format::Ndjson => output::json_line(out, &created)?,
+            }
+            note("store the signing key now: it is not shown again");
+        }
+        WebhooksCommand::List => output::list(out, format, &webhooks.list().await.map_err(fail)?)?,
+        WebhooksCommand::Enable { id } => {
+            output::one(
+                out,
+                format,
+                &webhooks.set_active(id, true).await.map_err(fail)?,
+            )?;
+        }
+        WebhooksCommand::Disable { id } => {
+            output::one(
+                out,
+                format,
+                &webhooks.set_active(id, false).await.map_err(fail)?,
+            )?;
+        }
+        WebhooksCommand::Delete { id } => {
+            webhooks.delete(id).await.map_err(fail)?;
+            note(format!("deleted webhook {id}: deliveries to it stop"));
+        }
+        WebhooksCommand::Deliveries { id, page } => {
+            let deliveries = webhooks.deliveries(id, page).await.map_err(fail)?;
+            output::list(out, format, &deliveries.data)?;
+            if format == Format::Table {
+                note(format!(
+                    "page {} of {} ({} {})",
+                    deliveries.page,
+                    deliveries.total_pages.max(1),
+                    deliveries.total,
+                    if deliveries.total == 1 { "delivery" } else { "deliveries" }
+                ));
+            }
+        }
+        WebhooksCommand::RotateShipmentKey => {
+            let key = webhooks.rotate_shipment_signing_key().await.map_err(fail)?;
+            match format {
+                Format::Table => output::detail(
+                    out,
+                    &[
+                        ("SIGNING KEY", Cell::plain(key.signing_key.expose())),
+                        ("CREATED", Cell::plain(output::short_time(&key.created_at))),
+                    ],
+                )?,
+                Format::Json => output::json(out, &key)?,
+                Format::Ndjson => output::json_line(out, &key)?,
+            }
+            note(
+                "deliveries to shipments' own webhook_url are now signed with this key; store \
+                 it now: it is not shown again",
+            );
+        }
+        WebhooksCommand::Sign { .. } | WebhooksCommand::Verify { .. } => {
+            exec_offline(out, command)?;
+        }
+    }
+    Ok(())
+}

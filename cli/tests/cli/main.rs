@@ -1,0 +1,7 @@
+//! Tests of the `shipctl` binary: offline behaviour, configuration, and
+//! every command against the real reference server.
+
+mod config;
+mod helpers;
+mod offline;
+mod online;
