@@ -107,7 +107,11 @@ async fn list(
             page.page,
             page.total_pages.max(1),
             page.total,
-            if page.total == 1 { "shipment" } else { "shipments" }
+            if page.total == 1 {
+                "shipment"
+            } else {
+                "shipments"
+            }
         );
         if u64::from(page.page) < page.total_pages {
             summary.push_str(&format!("; next: --page {}, or --all", page.page + 1));

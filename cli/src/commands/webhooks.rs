@@ -105,7 +105,11 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
                     deliveries.page,
                     deliveries.total_pages.max(1),
                     deliveries.total,
-                    if deliveries.total == 1 { "delivery" } else { "deliveries" }
+                    if deliveries.total == 1 {
+                        "delivery"
+                    } else {
+                        "deliveries"
+                    }
                 ));
             }
         }
