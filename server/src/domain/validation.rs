@@ -1,7 +1,7 @@
 //! Create-shipment input: parsed into a [`NewShipment`] that is valid by
 //! construction, with every limit named here and documented in the README.
 
-use rust_decimal::Decimal;
+use rust_decimal::{Decimal, RoundingStrategy};
 use shipment_sdk::model::CreateShipment;
 
 use super::FieldError;
@@ -18,6 +18,12 @@ pub const MAX_ITEMS: usize = 100;
 pub const MAX_URL: usize = 2048;
 /// Heaviest shipment, in kilograms.
 pub const MAX_WEIGHT_KG: i64 = 100_000;
+/// Decimal places kept of `weight_kg`: grams. Finer digits are rounded
+/// (half to even) rather than refused, since clients computing weights in
+/// binary floating point send values such as `0.30000000000000004`; and
+/// rounded they are, because the wire carries numbers as JSON floats, which
+/// could not give back the 28 digits a `Decimal` can hold.
+pub const WEIGHT_DECIMALS: u32 = 3;
 
 /// A create request that passed every check.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,12 +55,18 @@ impl NewShipment {
                 "`courier_company_id` must be a positive integer",
             ));
         }
-        if let Some(w) = req.weight_kg
+        let weight_kg = req.weight_kg.map(|w| {
+            w.round_dp_with_strategy(WEIGHT_DECIMALS, RoundingStrategy::MidpointNearestEven)
+                .normalize()
+        });
+        if let Some(w) = weight_kg
             && (w <= Decimal::ZERO || w > Decimal::from(MAX_WEIGHT_KG))
         {
             return Err(FieldError::invalid(
                 "weight_kg",
-                format!("`weight_kg` must be greater than 0 and at most {MAX_WEIGHT_KG}"),
+                format!(
+                    "`weight_kg` must be at least 0.001 (a gram) and at most {MAX_WEIGHT_KG}"
+                ),
             ));
         }
         let description = text("description", req.description, MAX_DESCRIPTION)?;
@@ -83,7 +95,7 @@ impl NewShipment {
         Ok(NewShipment {
             courier_company_id: req.courier_company_id,
             description,
-            weight_kg: req.weight_kg.map(|w| w.normalize()),
+            weight_kg,
             dimensions,
             items,
             start_address,
@@ -156,12 +168,30 @@ mod tests {
 
     #[test]
     fn weight_must_be_positive_and_bounded() {
-        for bad in ["0", "-1", "100000.001"] {
+        for bad in ["0", "-1", "100000.001", "0.0004"] {
             let err = NewShipment::parse(req().weight_kg(bad.parse().unwrap())).unwrap_err();
             assert_eq!(err.field, "weight_kg", "{bad}");
         }
         assert!(NewShipment::parse(req().weight_kg("100000".parse().unwrap())).is_ok());
         assert!(NewShipment::parse(req().weight_kg("0.001".parse().unwrap())).is_ok());
+    }
+
+    #[test]
+    fn weight_is_kept_to_the_gram() {
+        for (sent, kept) in [
+            ("0.30000000000000004", "0.3"),
+            ("4.2222222222222220222222222222", "4.222"),
+            ("2.0005", "2"),
+            ("2.0015", "2.002"),
+            ("0.0005", "0"),
+        ] {
+            let parsed = NewShipment::parse(req().weight_kg(sent.parse().unwrap()));
+            if kept == "0" {
+                assert!(parsed.is_err(), "{sent}");
+                continue;
+            }
+            assert_eq!(parsed.unwrap().weight_kg.unwrap().to_string(), kept, "{sent}");
+        }
     }
 
     #[test]
