@@ -64,9 +64,7 @@ impl NewShipment {
         {
             return Err(FieldError::invalid(
                 "weight_kg",
-                format!(
-                    "`weight_kg` must be at least 0.001 (a gram) and at most {MAX_WEIGHT_KG}"
-                ),
+                format!("`weight_kg` must be at least 0.001 (a gram) and at most {MAX_WEIGHT_KG}"),
             ));
         }
         let description = text("description", req.description, MAX_DESCRIPTION)?;
@@ -190,7 +188,11 @@ mod tests {
                 assert!(parsed.is_err(), "{sent}");
                 continue;
             }
-            assert_eq!(parsed.unwrap().weight_kg.unwrap().to_string(), kept, "{sent}");
+            assert_eq!(
+                parsed.unwrap().weight_kg.unwrap().to_string(),
+                kept,
+                "{sent}"
+            );
         }
     }
 
