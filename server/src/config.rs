@@ -159,6 +159,15 @@ pub struct Config {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub data_key: DataKeyArgs,
+    /// Serve the dashboard's pages on this address instead of the main one
+    /// (which then serves the API alone).
+    #[arg(long, env = "SHIPMENT_DASHBOARD_ADDR")]
+    pub dashboard_addr: Option<SocketAddr>,
+    /// Mark the dashboard's session cookie `Secure` on every response, for
+    /// a server reached over HTTPS through a proxy that does not send
+    /// `X-Forwarded-Proto: https` (with that header it is marked anyway).
+    #[arg(long, env = "SHIPMENT_DASHBOARD_SECURE_COOKIES")]
+    pub dashboard_secure_cookies: bool,
 }
 
 impl Config {
@@ -185,6 +194,8 @@ impl Config {
                 data_key: Some(DataKey::generate().to_hex()),
                 data_key_file: PathBuf::from("shipment-data.key"),
             },
+            dashboard_addr: None,
+            dashboard_secure_cookies: false,
         }
     }
 

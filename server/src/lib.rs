@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 pub mod admin;
 pub mod config;
+pub mod dashboard;
 pub mod domain;
 pub mod http;
 pub mod metrics;
@@ -31,6 +32,7 @@ pub struct Application {
     dispatcher: webhooks::Dispatcher,
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
+    dashboard: Option<(TcpListener, axum::Router)>,
 }
 
 impl Application {
@@ -51,8 +53,12 @@ impl Application {
             Some(addr) => Some(TcpListener::bind(addr).await?),
             None => None,
         };
+        let dashboard_listener = match config.dashboard_addr {
+            Some(addr) => Some(TcpListener::bind(addr).await?),
+            None => None,
+        };
         metrics::handle();
-        let state = http::AppState::new(
+        let mut state = http::AppState::new(
             store.clone(),
             config.environment.environment,
             config.request_timeout(),
@@ -60,13 +66,16 @@ impl Application {
             config.webhooks.allow_private_webhook_targets,
             outbox_signal,
         );
+        state.dashboard_secure_cookies = config.dashboard_secure_cookies;
+        let dashboard = dashboard_listener.map(|l| (l, http::dashboard_router(state.clone())));
         Ok(Application {
             listener,
-            router: http::router(state, metrics_listener.is_none()),
+            router: http::router(state, metrics_listener.is_none(), dashboard.is_none()),
             store,
             dispatcher,
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
             metrics_listener,
+            dashboard,
         })
     }
 
@@ -90,6 +99,14 @@ impl Application {
             .and_then(|l| l.local_addr().ok())
     }
 
+    /// The address of the dashboard's own listener, if `--dashboard-addr`
+    /// asked for one (otherwise the dashboard is at [`Self::local_addr`]).
+    pub fn dashboard_addr(&self) -> Option<SocketAddr> {
+        self.dashboard
+            .as_ref()
+            .and_then(|(l, _)| l.local_addr().ok())
+    }
+
     /// The webhook dispatcher (tests drive it by hand with `run_once`).
     pub fn dispatcher(&self) -> &webhooks::Dispatcher {
         &self.dispatcher
@@ -107,19 +124,11 @@ impl Application {
             let app = axum::Router::new()
                 .route("/metrics", axum::routing::get(metrics::render))
                 .with_state(self.store.clone());
-            let mut stopped = stopped.clone();
-            tokio::spawn(async move {
-                let until = async move {
-                    let _ = stopped.wait_for(|stop| *stop).await;
-                };
-                if let Err(e) = axum::serve(listener, app)
-                    .with_graceful_shutdown(until)
-                    .await
-                {
-                    tracing::error!(error = %e, "the metrics listener failed");
-                }
-            });
+            serve_until_stopped(listener, app, stopped.clone(), "metrics");
         }
+        let dashboard = self.dashboard.map(|(listener, app)| {
+            serve_until_stopped(listener, app, stopped.clone(), "dashboard")
+        });
         let dispatching = self
             .deliver_webhooks
             .then(|| tokio::spawn(self.dispatcher.run(stopped)));
@@ -127,6 +136,11 @@ impl Application {
             .with_graceful_shutdown(shutdown)
             .await;
         let _ = stop.send(true);
+        // The dashboard finishes its in-flight requests before the
+        // database closes.
+        if let Some(dashboard) = dashboard {
+            let _ = dashboard.await;
+        }
         if let Some(dispatching) = dispatching
             && let Err(e) = dispatching.await
         {
@@ -135,6 +149,27 @@ impl Application {
         self.store.close().await;
         served
     }
+}
+
+/// Serves `app` on a secondary listener until `stopped` turns true, then
+/// finishes its in-flight requests.
+fn serve_until_stopped(
+    listener: TcpListener,
+    app: axum::Router,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+    what: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let until = async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(until)
+            .await
+        {
+            tracing::error!(error = %e, listener = what, "a listener failed");
+        }
+    })
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

@@ -96,7 +96,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(config) => {
             let app = Application::build(&config).await?;
-            tracing::info!(addr = %app.local_addr(), "serving");
+            let dashboard = app.dashboard_addr().unwrap_or(app.local_addr());
+            tracing::info!(addr = %app.local_addr(), dashboard = %format!("http://{dashboard}/"), "serving");
             app.run_until(shutdown_signal()).await?;
         }
         Command::Migrate(database) => {
@@ -122,7 +123,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let env = config.environment.environment;
             let demo = admin::seed_demo(app.store(), env).await?;
             let base = format!("http://{}/api/v1", app.local_addr());
-            print_demo(&base, &demo);
+            let dashboard = format!("http://{}/", app.local_addr());
+            print_demo(&base, &dashboard, &demo);
             if let Some(secs) = simulate {
                 let every = std::time::Duration::from_secs(secs.max(1));
                 println!(
@@ -164,12 +166,13 @@ fn redact_url(url: &str) -> String {
 }
 
 #[allow(clippy::print_stdout)]
-fn print_demo(base: &str, d: &admin::DemoAccount) {
+fn print_demo(base: &str, dashboard: &str, d: &admin::DemoAccount) {
     println!(
         r#"
 Shipment service demo is running.
 
   API base URL     {base}
+  Dashboard        {dashboard}   (sign in in a browser)
   Merchant API key {api_key}
   Courier key      {courier_key}   (courier company {courier}, driver {driver})
   Merchant sign-in {email} / {password}

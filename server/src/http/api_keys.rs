@@ -51,21 +51,12 @@ async fn create_key(
     session: Session,
     MaybeJson(body): MaybeJson<CreateApiKey>,
 ) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
-    let name = body.unwrap_or_default().name.map(|n| n.trim().to_owned());
-    let name = match name {
-        Some(n) if n.chars().count() > MAX_KEY_NAME => {
-            return Err(ApiError::invalid_field(
-                "name",
-                format!("`name` must be at most {MAX_KEY_NAME} characters"),
-            ));
-        }
-        Some(n) if !n.is_empty() => n,
-        _ => "API key".to_owned(),
-    };
-    let (info, key) = state
-        .store
-        .create_named_api_key(session.merchant_id, &name, state.environment)
-        .await?;
+    let (info, key) = create_named_key(
+        &state,
+        session.merchant_id,
+        body.unwrap_or_default().name.as_deref(),
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(NewApiKey {
@@ -73,6 +64,30 @@ async fn create_key(
             key: Secret::new(key.expose()),
         }),
     ))
+}
+
+/// Creates an API key for the merchant, named `name` (trimmed; a default
+/// when empty; at most [`MAX_KEY_NAME`] characters). The secret is returned
+/// once and only its digest is stored.
+pub(crate) async fn create_named_key(
+    state: &AppState,
+    merchant_id: i64,
+    name: Option<&str>,
+) -> Result<(ApiKeyInfo, keys::Secret), ApiError> {
+    let name = match name.map(str::trim) {
+        Some(n) if n.chars().count() > MAX_KEY_NAME => {
+            return Err(ApiError::invalid_field(
+                "name",
+                format!("`name` must be at most {MAX_KEY_NAME} characters"),
+            ));
+        }
+        Some(n) if !n.is_empty() => n.to_owned(),
+        _ => "API key".to_owned(),
+    };
+    Ok(state
+        .store
+        .create_named_api_key(merchant_id, &name, state.environment)
+        .await?)
 }
 
 async fn delete_key(
@@ -95,33 +110,43 @@ async fn verify_key(
     session: Session,
     ApiJson(body): ApiJson<VerifyApiKey>,
 ) -> Result<Json<KeyVerdict>, ApiError> {
-    let key = body.key.expose().trim();
+    Ok(Json(
+        match find_own_key(&state, session.merchant_id, body.key.expose()).await? {
+            Some(k) => KeyVerdict {
+                valid: true,
+                id: Some(k.id),
+                name: Some(k.name),
+            },
+            None => KeyVerdict {
+                valid: false,
+                id: None,
+                name: None,
+            },
+        },
+    ))
+}
+
+/// The merchant's working key that `pasted` is, if it is one: well formed,
+/// of this server's environment, and not deleted.
+pub(crate) async fn find_own_key(
+    state: &AppState,
+    merchant_id: i64,
+    pasted: &str,
+) -> Result<Option<ApiKeyInfo>, ApiError> {
+    let key = pasted.trim();
     let well_formed = keys::shape(key)
         .is_some_and(|s| s.kind == KeyKind::Merchant && s.environment == state.environment);
-    let found = if well_formed {
-        state
-            .store
-            .api_key_by_digest(session.merchant_id, &keys::digest(key))
-            .await?
-    } else {
-        None
-    };
-    Ok(Json(match found {
-        Some(k) => KeyVerdict {
-            valid: true,
-            id: Some(k.id),
-            name: Some(k.name),
-        },
-        None => KeyVerdict {
-            valid: false,
-            id: None,
-            name: None,
-        },
-    }))
+    if !well_formed {
+        return Ok(None);
+    }
+    Ok(state
+        .store
+        .api_key_by_digest(merchant_id, &keys::digest(key))
+        .await?)
 }
 
 /// A positive integer id from a path segment.
-pub(super) fn numeric_id(raw: &str) -> Result<i64, ApiError> {
+pub(crate) fn numeric_id(raw: &str) -> Result<i64, ApiError> {
     raw.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)

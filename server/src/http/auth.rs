@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Json, Router};
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{Login, Secret, Session as SessionModel};
 
 use super::extract::{API_KEY_HEADER, ApiJson};
@@ -36,14 +36,35 @@ async fn login(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<Login>,
 ) -> Result<(StatusCode, Json<SessionModel>), ApiError> {
-    let email = request.email.trim().to_ascii_lowercase();
+    let (token, expires_at) = sign_in(&state, &request.email, request.password.expose()).await?;
+    Ok((
+        StatusCode::OK,
+        Json(SessionModel {
+            token: Secret::new(token.expose()),
+            token_type: "Bearer".to_owned(),
+            expires_at,
+        }),
+    ))
+}
+
+/// Checks an e-mail and password and opens a session: the one sign-in of
+/// the JSON API and the dashboard pages, with the same limits, the same
+/// throttle (429 after [`MAX_LOGIN_FAILURES`] failures in [`LOGIN_WINDOW`])
+/// and the same errors. Returns the session token (shown once; only its
+/// digest is stored) and when it expires.
+pub(crate) async fn sign_in(
+    state: &AppState,
+    email: &str,
+    password: &str,
+) -> Result<(keys::Secret, DateTime<Utc>), ApiError> {
+    let email = email.trim().to_ascii_lowercase();
     if email.is_empty() || email.len() > MAX_CREDENTIAL_LEN {
         return Err(ApiError::invalid_field(
             "email",
             format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters"),
         ));
     }
-    if request.password.expose().len() > MAX_CREDENTIAL_LEN {
+    if password.len() > MAX_CREDENTIAL_LEN {
         return Err(ApiError::invalid_field(
             "password",
             format!("`password` must be at most {MAX_CREDENTIAL_LEN} characters"),
@@ -71,22 +92,14 @@ async fn login(
     let hash = account
         .as_ref()
         .map_or_else(|| dummy_hash().to_owned(), |a| a.password_hash.clone());
-    let matches = check_password(&state, hash, request.password.expose().to_owned()).await?;
+    let matches = check_password(state, hash, password.to_owned()).await?;
     match account {
         Some(account) if matches => {
             state.store.clear_login_failures(&email).await?;
-            let (token, expires_at) = state
+            Ok(state
                 .store
                 .create_session(account.merchant_id, SESSION_TTL)
-                .await?;
-            Ok((
-                StatusCode::OK,
-                Json(SessionModel {
-                    token: Secret::new(token.expose()),
-                    token_type: "Bearer".to_owned(),
-                    expires_at,
-                }),
-            ))
+                .await?)
         }
         _ => {
             state
@@ -181,18 +194,24 @@ where
                 "this dashboard route takes a session token, not an API key",
             ));
         }
-        let session = state
-            .store
-            .session(&keys::digest(token))
-            .await?
-            .ok_or_else(|| {
-                ApiError::unauthenticated(
-                    "the session has expired or was signed out; sign in again",
-                )
-            })?;
-        Ok(Session {
-            id: session.id,
-            merchant_id: session.merchant_id,
+        session_for_token(&state, token).await?.ok_or_else(|| {
+            ApiError::unauthenticated("the session has expired or was signed out; sign in again")
         })
     }
+}
+
+/// The live session a token opens, if any: the one lookup behind the
+/// Bearer header and the dashboard's session cookie.
+pub(crate) async fn session_for_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Option<Session>, ApiError> {
+    Ok(state
+        .store
+        .session(&keys::digest(token))
+        .await?
+        .map(|session| Session {
+            id: session.id,
+            merchant_id: session.merchant_id,
+        }))
 }

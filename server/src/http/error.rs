@@ -124,6 +124,16 @@ impl ApiError {
         self.code
     }
 
+    /// The human-readable explanation (for a 5xx, the generic one).
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// Seconds the client should wait before retrying, if the error says.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
+    }
+
     /// The field at fault, if one is.
     pub fn field(&self) -> Option<&str> {
         self.field.as_deref()

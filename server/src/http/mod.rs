@@ -16,15 +16,15 @@ use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
 use crate::store::Store;
 
-mod api_keys;
-mod auth;
+pub(crate) mod api_keys;
+pub(crate) mod auth;
 mod courier;
 mod couriers;
 pub mod error;
 pub mod extract;
 mod health;
-mod shipments;
-mod webhooks;
+pub(crate) mod shipments;
+pub(crate) mod webhooks;
 
 pub use error::ApiError;
 
@@ -54,6 +54,9 @@ pub struct AppState {
     /// Wakes this process's webhook dispatcher after a shipment changed, so
     /// a delivery does not wait for the next poll.
     pub outbox_signal: Arc<tokio::sync::Notify>,
+    /// Mark the dashboard's cookies `Secure` even when no proxy says the
+    /// browser came over HTTPS.
+    pub dashboard_secure_cookies: bool,
 }
 
 impl AppState {
@@ -75,6 +78,7 @@ impl AppState {
             allow_private_webhook_targets,
             password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
             outbox_signal,
+            dashboard_secure_cookies: false,
         }
     }
 
@@ -87,9 +91,10 @@ impl AppState {
     }
 }
 
-/// The whole application: `/healthz`, `/readyz`, the API under `/api/v1`
-/// and, when `with_metrics`, `/metrics`.
-pub fn router(state: AppState, with_metrics: bool) -> Router {
+/// The whole application: `/healthz`, `/readyz`, the API under `/api/v1`,
+/// when `with_dashboard` the dashboard's pages at the root, and when
+/// `with_metrics` `/metrics`.
+pub fn router(state: AppState, with_metrics: bool, with_dashboard: bool) -> Router {
     // Every successful write to a shipment wrote an outbox row.
     let changes = Router::new()
         .merge(shipments::router())
@@ -104,8 +109,10 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
         .merge(auth::router())
         .merge(api_keys::router())
         .merge(webhooks::router());
-    let timeout = state.request_timeout;
     let mut app = Router::new().merge(health::router()).nest("/api/v1", api);
+    if with_dashboard {
+        app = app.merge(crate::dashboard::router());
+    }
     if with_metrics {
         let store = state.store.clone();
         app = app.route(
@@ -113,6 +120,19 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
             axum::routing::get(move || crate::metrics::render(axum::extract::State(store))),
         );
     }
+    with_common_layers(app, state)
+}
+
+/// The dashboard alone, for a listener of its own (`--dashboard-addr`).
+pub fn dashboard_router(state: AppState) -> Router {
+    with_common_layers(crate::dashboard::router(), state)
+}
+
+/// What every listener's requests go through: request ids, the time
+/// limit, the body limit, panics caught, one log line each, metrics, and
+/// problem-shaped 404 and 405.
+fn with_common_layers(app: Router<AppState>, state: AppState) -> Router {
+    let timeout = state.request_timeout;
     app.route_layer(middleware::from_fn(crate::metrics::track_requests))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

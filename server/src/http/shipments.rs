@@ -149,7 +149,7 @@ async fn list_shipments(
 }
 
 /// One page of `actor`'s shipments in the list envelope.
-pub(super) async fn list_page(
+pub(crate) async fn list_page(
     state: &AppState,
     actor: Actor,
     query: &ListQuery,
@@ -169,15 +169,27 @@ async fn get_shipment(
     merchant: Merchant,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
+    own_shipment(&state, merchant.id, code.as_str())
+        .await
+        .map(Json)
+}
+
+/// The merchant's shipment with this code: 404 when no shipment has it,
+/// 403 when another merchant's does.
+pub(crate) async fn own_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    code: &str,
+) -> Result<Shipment, ApiError> {
     let record = state
         .store
-        .shipment(code.as_str())
+        .shipment(code)
         .await?
-        .ok_or_else(|| not_found(code.as_str()))?;
-    if record.merchant_id != merchant.id {
+        .ok_or_else(|| not_found(code))?;
+    if record.merchant_id != merchant_id {
         return Err(Refusal::Forbidden.into());
     }
-    Ok(Json(record.to_model()?))
+    Ok(record.to_model()?)
 }
 
 pub(super) fn not_found(code: &str) -> ApiError {

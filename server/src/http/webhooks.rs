@@ -35,7 +35,7 @@ pub(super) fn router() -> Router<AppState> {
         .route("/webhooks/{id}/deliveries", get(deliveries))
 }
 
-fn view(w: WebhookInfo) -> Webhook {
+pub(crate) fn view(w: WebhookInfo) -> Webhook {
     Webhook {
         webhook_id: w.id,
         url: w.url,
@@ -91,24 +91,7 @@ async fn register_webhook(
     session: Session,
     ApiJson(body): ApiJson<RegisterWebhook>,
 ) -> Result<(StatusCode, Json<NewWebhook>), ApiError> {
-    let url = check_webhook_url(&state, "url", &body.url).await?;
-    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
-    let sealed = state.data_key.seal(signing_key.expose());
-    let webhook = match state
-        .store
-        .create_webhook(session.merchant_id, &url, &sealed)
-        .await
-    {
-        Ok(w) => w,
-        Err(StoreError::Conflict(_)) => {
-            return Err(ApiError::conflict(
-                "webhook_url_taken",
-                "you have already registered this URL",
-            )
-            .with_field("url"));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (webhook, signing_key) = register(&state, session.merchant_id, &body.url).await?;
     Ok((
         StatusCode::CREATED,
         Json(NewWebhook {
@@ -116,6 +99,28 @@ async fn register_webhook(
             signing_key: Secret::new(signing_key.expose()),
         }),
     ))
+}
+
+/// Registers a webhook for the merchant after checking its URL; returns it
+/// with its signing key (shown once; stored sealed). A URL the merchant
+/// has already registered is 409 `webhook_url_taken`.
+pub(crate) async fn register(
+    state: &AppState,
+    merchant_id: i64,
+    url: &str,
+) -> Result<(WebhookInfo, keys::Secret), ApiError> {
+    let url = check_webhook_url(state, "url", url).await?;
+    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
+    let sealed = state.data_key.seal(signing_key.expose());
+    match state.store.create_webhook(merchant_id, &url, &sealed).await {
+        Ok(w) => Ok((w, signing_key)),
+        Err(StoreError::Conflict(_)) => Err(ApiError::conflict(
+            "webhook_url_taken",
+            "you have already registered this URL",
+        )
+        .with_field("url")),
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn set_active(
@@ -154,43 +159,65 @@ async fn deliveries(
 ) -> Result<Json<Page<Delivery>>, ApiError> {
     let id = numeric_id(&id)?;
     let (page, page_size) = parse_page(query.as_deref().unwrap_or(""))?;
-    if state
-        .store
-        .webhook(session.merchant_id, id)
+    let (_, log) = delivery_log(&state, session.merchant_id, id, page, page_size)
         .await?
-        .is_none()
-    {
-        return Err(ApiError::not_found("you have no webhook with this id"));
-    }
+        .ok_or_else(|| ApiError::not_found("you have no webhook with this id"))?;
+    Ok(Json(log))
+}
+
+/// One of the merchant's webhooks and a page of its delivery log, newest
+/// first; `None` when the merchant has no such webhook.
+pub(crate) async fn delivery_log(
+    state: &AppState,
+    merchant_id: i64,
+    id: i64,
+    page: u32,
+    page_size: u32,
+) -> Result<Option<(Webhook, Page<Delivery>)>, ApiError> {
+    let Some(webhook) = state.store.webhook(merchant_id, id).await? else {
+        return Ok(None);
+    };
     let offset = u64::from(page - 1) * u64::from(page_size);
     let (rows, total) = state
         .store
         .webhook_deliveries(id, page_size, offset)
         .await?;
-    Ok(Json(Page {
-        data: rows.into_iter().map(delivery).collect(),
-        page,
-        page_size,
-        total,
-        total_pages: total.div_ceil(u64::from(page_size)),
-    }))
+    Ok(Some((
+        view(webhook),
+        Page {
+            data: rows.into_iter().map(delivery).collect(),
+            page,
+            page_size,
+            total,
+            total_pages: total.div_ceil(u64::from(page_size)),
+        },
+    )))
 }
 
 async fn rotate_shipment_signing_key(
     State(state): State<AppState>,
     session: Session,
 ) -> Result<(StatusCode, Json<SigningKey>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(rotate_signing_key(&state, session.merchant_id).await?),
+    ))
+}
+
+/// Creates or replaces the merchant's shipment signing key; the new key
+/// is returned once (stored sealed) and the old one stops working.
+pub(crate) async fn rotate_signing_key(
+    state: &AppState,
+    merchant_id: i64,
+) -> Result<SigningKey, ApiError> {
     let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
     let sealed = state.data_key.seal(signing_key.expose());
     let created_at = state
         .store
-        .set_shipment_signing_key(session.merchant_id, &sealed)
+        .set_shipment_signing_key(merchant_id, &sealed)
         .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(SigningKey {
-            signing_key: Secret::new(signing_key.expose()),
-            created_at,
-        }),
-    ))
+    Ok(SigningKey {
+        signing_key: Secret::new(signing_key.expose()),
+        created_at,
+    })
 }

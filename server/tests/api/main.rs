@@ -7,6 +7,7 @@ mod receiver;
 mod binary;
 mod courier;
 mod dashboard;
+mod dashboard_pages;
 mod delivery;
 mod errors;
 mod lifecycle;

@@ -1,0 +1,136 @@
+//! Sign-in and sign-out pages.
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+
+use super::layout::{self, Section, Tone};
+use super::session::{self, CSRF_FIELD, LoginForm, Signed, SignedForm};
+use super::{Page, PageResult, see_other};
+use crate::http::AppState;
+use crate::http::auth::sign_in as check_sign_in;
+
+/// What the sign-in form shows around its fields.
+struct LoginView<'a> {
+    csrf: &'a str,
+    email: &'a str,
+    error: Option<&'a str>,
+    info: Option<&'a str>,
+}
+
+fn login_form(v: &LoginView<'_>) -> Markup {
+    layout::bare_page(
+        "Sign in",
+        &html! {
+            @if let Some(info) = v.info { (layout::notice(Tone::Success, info)) }
+            @if let Some(error) = v.error { (layout::notice(Tone::Error, error)) }
+            form.stack method="post" action="/login" {
+                input type="hidden" name=(CSRF_FIELD) value=(v.csrf);
+                label for="email" { "E-mail" }
+                input #email type="email" name="email" value=(v.email) autocomplete="username" required autofocus;
+                label for="password" { "Password" }
+                input #password type="password" name="password" autocomplete="current-password" required;
+                button.button.button-primary type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+/// `GET /login`: the form (or the overview, when already signed in).
+pub(crate) async fn login_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> PageResult<Response> {
+    if session::signed_in(&headers, &state).await?.is_some() {
+        return Ok(see_other("/"));
+    }
+    let (csrf, set_cookie) = session::login_token(&headers, session::over_https(&headers, &state));
+    let info = (query.as_deref() == Some("signed-out")).then_some("You have signed out.");
+    let mut response = Page::ok(login_form(&LoginView {
+        csrf: &csrf,
+        email: "",
+        error: None,
+        info,
+    }))
+    .into_response();
+    if let Some(cookie) = set_cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// `POST /login`: the shared sign-in; a session cookie on success, the
+/// form with the reason on failure (wrong password, throttled).
+pub(crate) async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    login: LoginForm,
+) -> PageResult<Response> {
+    let email = login.form.get("email").unwrap_or("");
+    let password = login.form.get("password").unwrap_or("");
+    match check_sign_in(&state, email, password).await {
+        Ok((token, _expires_at)) => {
+            let mut response = see_other("/");
+            let secure = session::over_https(&headers, &state);
+            response
+                .headers_mut()
+                .append(header::SET_COOKIE, session::session_cookie(&token, secure));
+            Ok(response)
+        }
+        Err(e) if e.status().is_client_error() => {
+            let error = layout::sentence(e.detail());
+            let mut response = Page(
+                e.status(),
+                login_form(&LoginView {
+                    csrf: &login.csrf,
+                    email: email.trim(),
+                    error: Some(&error),
+                    info: None,
+                }),
+            )
+            .into_response();
+            if let Some(secs) = e.retry_after() {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            Ok(response)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `GET /logout`: a button to sign out (signing out changes state, so it
+/// is a form post).
+pub(crate) async fn logout_page(signed: Signed) -> Page {
+    Page::ok(layout::page(
+        &signed,
+        Section::Overview,
+        "Sign out",
+        &html! {
+            p { "Sign out of the dashboard on this browser?" }
+            form method="post" action="/logout" {
+                (layout::csrf(&signed))
+                button.button.button-primary type="submit" { "Sign out" }
+            }
+        },
+    ))
+}
+
+/// `POST /logout`: ends the session (the same one a Bearer sign-out
+/// ends) and removes the cookie.
+pub(crate) async fn sign_out(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    SignedForm { signed, .. }: SignedForm,
+) -> PageResult<Response> {
+    state.store.delete_session(signed.session.id).await?;
+    let mut response = see_other("/login?signed-out");
+    let secure = session::over_https(&headers, &state);
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, session::clear_session_cookie(secure));
+    Ok(response)
+}

@@ -1,0 +1,201 @@
+//! The merchant dashboard: server-rendered pages (maud templates) at the
+//! server's root, beside the API under `/api/v1`.
+//!
+//! The pages are a second face of the dashboard endpoints: they call the
+//! same sign-in, session, API key, webhook and shipment functions as the
+//! JSON handlers in [`crate::http`], and add what a browser needs: a
+//! session cookie, a CSRF token on every form that changes anything, and
+//! strict security headers. They work without JavaScript; one small
+//! script only adds copy buttons.
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use maud::Markup;
+
+use crate::http::{ApiError, AppState};
+use crate::store::StoreError;
+
+mod api_keys;
+mod auth;
+mod layout;
+mod overview;
+mod session;
+mod shipments;
+mod webhooks;
+
+pub use session::SESSION_COOKIE;
+
+/// The stylesheet, embedded in the binary.
+const STYLE_CSS: &str = include_str!("static/style.css");
+/// The only script: copy buttons (the pages work without it).
+const COPY_JS: &str = include_str!("static/copy.js");
+
+/// `Content-Security-Policy` of every dashboard response: nothing inline,
+/// nothing from elsewhere, no framing, forms post only here.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; \
+     base-uri 'none'; object-src 'none'";
+
+/// The dashboard's pages and static assets, to be merged at the root.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(overview::overview))
+        .route("/login", get(auth::login_page).post(auth::sign_in))
+        .route("/logout", get(auth::logout_page).post(auth::sign_out))
+        .route("/keys", get(api_keys::list_keys).post(api_keys::create_key))
+        .route("/keys/verify", post(api_keys::verify_key))
+        .route(
+            "/keys/{id}/delete",
+            get(api_keys::confirm_delete_key).post(api_keys::delete_key),
+        )
+        .route(
+            "/webhooks",
+            get(webhooks::list_webhooks).post(webhooks::register_webhook),
+        )
+        .route(
+            "/webhooks/signing-key",
+            get(webhooks::confirm_rotate_signing_key).post(webhooks::rotate_signing_key),
+        )
+        .route("/webhooks/{id}", get(webhooks::show_webhook))
+        .route("/webhooks/{id}/enable", post(webhooks::enable_webhook))
+        .route("/webhooks/{id}/disable", post(webhooks::disable_webhook))
+        .route(
+            "/webhooks/{id}/delete",
+            get(webhooks::confirm_delete_webhook).post(webhooks::delete_webhook),
+        )
+        .route("/shipments", get(shipments::list_shipments))
+        .route("/shipments/{code}", get(shipments::show_shipment))
+        .route("/static/style.css", get(style_css))
+        .route("/static/copy.js", get(copy_js))
+        .layer(middleware::from_fn(security_headers))
+}
+
+/// Adds the security headers to every dashboard response; pages are not
+/// cached (they may show a secret once), static assets may be.
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn style_css() -> Response {
+    asset("text/css; charset=utf-8", STYLE_CSS)
+}
+
+async fn copy_js() -> Response {
+    asset("text/javascript; charset=utf-8", COPY_JS)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A rendered page with its status.
+pub(crate) struct Page(pub StatusCode, pub Markup);
+
+impl Page {
+    /// A `200 OK` page.
+    pub(crate) fn ok(markup: Markup) -> Page {
+        Page(StatusCode::OK, markup)
+    }
+}
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            self.1.into_string(),
+        )
+            .into_response()
+    }
+}
+
+/// Why a page cannot be shown.
+#[derive(Debug)]
+pub(crate) enum PageError {
+    /// No live session: go to the sign-in page.
+    SignIn,
+    /// A form without the right CSRF token.
+    Csrf,
+    /// No such thing (for this merchant).
+    NotFound(&'static str),
+    /// Anything the shared dashboard functions refused, or a server fault.
+    Api(ApiError),
+}
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> PageError {
+        PageError::Api(e)
+    }
+}
+
+impl From<StoreError> for PageError {
+    fn from(e: StoreError) -> PageError {
+        PageError::Api(e.into())
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        match self {
+            PageError::SignIn => session::to_sign_in(),
+            PageError::Csrf => Page(
+                StatusCode::FORBIDDEN,
+                layout::error_page(
+                    "This form cannot be accepted",
+                    "It was not sent from this dashboard, or it has expired. \
+                     Go back, reload the page and try again.",
+                ),
+            )
+            .into_response(),
+            PageError::NotFound(what) => {
+                Page(StatusCode::NOT_FOUND, layout::error_page("Not found", what)).into_response()
+            }
+            PageError::Api(e) => {
+                let title = e
+                    .status()
+                    .canonical_reason()
+                    .unwrap_or("Something went wrong");
+                Page(e.status(), layout::error_page(title, e.detail())).into_response()
+            }
+        }
+    }
+}
+
+/// The outcome of a dashboard handler.
+pub(crate) type PageResult<T = Page> = Result<T, PageError>;
+
+/// A `303 See Other` to `to` (after a form post, so reloading does not
+/// post again).
+pub(crate) fn see_other(to: &str) -> Response {
+    let location = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/"));
+    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
+}

@@ -1,0 +1,176 @@
+//! Shipment pages: the list with a status filter and pages, and one
+//! shipment with its timeline.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use maud::html;
+use shipment_sdk::model::{Page as ListPage, Shipment, Status};
+
+use super::layout::{self, Section, Tone};
+use super::session::Signed;
+use super::{Page, PageError, PageResult};
+use crate::domain::code::ShipmentCode;
+use crate::domain::list_query::ListQuery;
+use crate::http::AppState;
+use crate::http::shipments::{list_page, own_shipment};
+use crate::store::shipments::Actor;
+
+/// The list's query: the API's, with empty fields (the filter form's "all
+/// statuses") left out.
+fn list_query(raw: &str) -> Result<ListQuery, String> {
+    let kept: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(url::form_urlencoded::parse(raw.as_bytes()).filter(|(_, v)| !v.is_empty()))
+        .finish();
+    ListQuery::parse(&kept).map_err(|e| layout::sentence(&e.detail))
+}
+
+fn list_href(status: Option<&Status>, page: u32) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    if let Some(s) = status {
+        query.append_pair("status", s.as_str());
+    }
+    query.append_pair("page", &page.to_string());
+    format!("/shipments?{}", query.finish())
+}
+
+/// `GET /shipments?status=…&page=…`.
+pub(crate) async fn list_shipments(
+    State(state): State<AppState>,
+    signed: Signed,
+    RawQuery(query): RawQuery,
+) -> PageResult {
+    let (query, error) = match list_query(query.as_deref().unwrap_or("")) {
+        Ok(q) => (q, None),
+        Err(e) => (ListQuery::default(), Some(e)),
+    };
+    let page: ListPage<Shipment> =
+        list_page(&state, Actor::Merchant(signed.merchant_id()), &query).await?;
+    let status = query.status.as_ref();
+    let body = html! {
+        @if let Some(e) = &error { (layout::notice(Tone::Error, e)) }
+        form.filter method="get" action="/shipments" {
+            label for="status-filter" { "Status" }
+            select #status-filter name="status" {
+                option value="" selected[status.is_none()] { "All statuses" }
+                @for s in Status::KNOWN {
+                    option value=(s.as_str()) selected[status == Some(&s)] { (layout::status_label(&s)) }
+                }
+            }
+            button.button type="submit" { "Show" }
+        }
+        @if page.data.is_empty() {
+            p.muted {
+                @if status.is_some() { "No shipments with this status." }
+                @else { "No shipments yet. Create them with the API (" code { "POST /api/v1/shipments" } ")." }
+            }
+        } @else {
+            div.table-wrap {
+                table {
+                    thead { tr { th { "Code" } th { "Status" } th { "Courier company" } th.num { "Fee" } th { "Created" } th { "Last change" } } }
+                    tbody {
+                        @for s in &page.data {
+                            tr {
+                                td { a href={ "/shipments/" (s.code) } { code { (s.code) } } }
+                                td { (layout::status_badge(&s.status)) }
+                                td { "#" (s.courier_company_id) }
+                                td.num { (s.total_fee) }
+                                td { (layout::when(&s.created_at)) }
+                                td { (layout::when(&s.updated_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (layout::pager(page.page, page.total_pages, page.total, &|p| list_href(status, p)))
+    };
+    let code = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    Ok(Page(
+        code,
+        layout::page(&signed, Section::Shipments, "Shipments", &body),
+    ))
+}
+
+/// The events of a shipment that left a timestamp, in time order.
+fn timeline(s: &Shipment) -> Vec<(&'static str, DateTime<Utc>)> {
+    let mut events = vec![("Created and handed to the courier company", s.created_at)];
+    let rest = [
+        (
+            "Back with the courier company (driver unassigned)",
+            s.assigned_to_courier_at.filter(|t| *t != s.created_at),
+        ),
+        ("Driver assigned", s.assigned_to_driver_at),
+        ("Picked up: in transit", s.picked_up_at),
+        ("Delivery attempt failed", s.failed_at),
+        ("Delivered", s.delivered_at),
+        ("Returned", s.returned_at),
+        ("Cancelled", s.cancelled_at),
+        ("Rated", s.rated_at),
+    ];
+    events.extend(
+        rest.into_iter()
+            .filter_map(|(label, t)| t.map(|t| (label, t))),
+    );
+    events.sort_by_key(|(_, t)| *t);
+    events
+}
+
+/// `GET /shipments/{code}`.
+pub(crate) async fn show_shipment(
+    State(state): State<AppState>,
+    signed: Signed,
+    Path(code): Path<String>,
+) -> PageResult {
+    let code =
+        ShipmentCode::parse(&code).ok_or(PageError::NotFound("No shipment has this code."))?;
+    let s = match own_shipment(&state, signed.merchant_id(), code.as_str()).await {
+        Ok(s) => s,
+        Err(e) if e.status() == StatusCode::NOT_FOUND || e.status() == StatusCode::FORBIDDEN => {
+            return Err(PageError::NotFound("You have no shipment with this code."));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let dash = || html! { span.muted { "—" } };
+    let body = html! {
+        div.columns {
+            section.card {
+                h2 { "Details" }
+                dl.facts {
+                    dt { "Status" } dd { (layout::status_badge(&s.status)) }
+                    dt { "Courier company" } dd { "#" (s.courier_company_id) }
+                    dt { "Driver" } dd { @if let Some(d) = s.assigned_driver_id { "#" (d) } @else { (dash()) } }
+                    dt { "Fee" } dd { (s.total_fee) }
+                    dt { "Weight" } dd { @if let Some(w) = s.weight_kg { (w) " kg" } @else { (dash()) } }
+                    dt { "Description" } dd { @if let Some(d) = &s.description { (d) } @else { (dash()) } }
+                    dt { "Items" } dd { @if s.items.is_empty() { (dash()) } @else { (s.items.join(", ")) } }
+                    dt { "From" } dd { @if let Some(a) = &s.start_address { (a) } @else { (dash()) } }
+                    dt { "To" } dd { @if let Some(a) = &s.end_address { (a) } @else { (dash()) } }
+                    dt { "Webhook URL" } dd.url { @if let Some(u) = &s.webhook_url { (u) } @else { (dash()) } }
+                    dt { "Version" } dd { (s.version) }
+                    @if let Some(r) = s.rating { dt { "Rating" } dd { (r) " / 10" } }
+                    @if let Some(reason) = &s.failure_reason { dt { "Failure reason" } dd { (reason) } }
+                }
+            }
+            section.card {
+                h2 { "Timeline" }
+                ol.timeline {
+                    @for (label, at) in timeline(&s) {
+                        li { span.timeline-label { (label) } " " span.muted { (layout::when(&at)) } }
+                    }
+                }
+            }
+        }
+        p { a href="/shipments" { "← All shipments" } }
+    };
+    Ok(Page::ok(layout::page(
+        &signed,
+        Section::Shipments,
+        &format!("Shipment {}", s.code),
+        &body,
+    )))
+}

@@ -1,0 +1,371 @@
+//! Webhook pages: the list, register (the signing key shown once), enable
+//! and disable, delete with a confirmation, each webhook's delivery log,
+//! and rotating the shipment signing key.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::{Markup, html};
+use shipment_sdk::model::Webhook;
+
+use super::layout::{self, Section, Tone};
+use super::session::{Signed, SignedForm};
+use super::{Page, PageError, PageResult, see_other};
+use crate::domain::list_query::parse_page;
+use crate::http::AppState;
+use crate::http::api_keys::numeric_id;
+use crate::http::webhooks::{self as api, delivery_log, register, view};
+
+const NO_SUCH_WEBHOOK: &str = "You have no webhook with this id.";
+
+/// What the webhooks page shows besides the list.
+#[derive(Default)]
+struct Extra<'a> {
+    notice: Option<(Tone, String)>,
+    url: &'a str,
+}
+
+fn active_badge(active: bool) -> Markup {
+    if active {
+        html! { span.badge.badge-good { "Active" } }
+    } else {
+        html! { span.badge.badge-muted { "Disabled" } }
+    }
+}
+
+/// The enable or disable button of a webhook; `back` is where to return.
+fn toggle(signed: &Signed, w: &Webhook, back: &str) -> Markup {
+    let (action, label) = if w.active {
+        ("disable", "Disable")
+    } else {
+        ("enable", "Enable")
+    };
+    html! {
+        form.inline method="post" action={ "/webhooks/" (w.webhook_id) "/" (action) } {
+            (layout::csrf(signed))
+            input type="hidden" name="back" value=(back);
+            button.button.button-small type="submit" { (label) span.visually-hidden { " " (w.url) } }
+        }
+    }
+}
+
+async fn webhooks_page(
+    state: &AppState,
+    signed: &Signed,
+    status: StatusCode,
+    extra: Extra<'_>,
+) -> PageResult {
+    let hooks: Vec<Webhook> = state
+        .store
+        .webhooks(signed.merchant_id())
+        .await?
+        .into_iter()
+        .map(view)
+        .collect();
+    let body = html! {
+        @if let Some((tone, text)) = &extra.notice { (layout::notice(*tone, text)) }
+        section {
+            h2 { "Your webhooks" }
+            @if hooks.is_empty() {
+                p.muted { "No webhooks yet. Register an HTTPS endpoint below to be told about every shipment change." }
+            } @else {
+                div.table-wrap {
+                    table {
+                        thead { tr { th { "Endpoint" } th { "State" } th { "Registered" } th { span.visually-hidden { "Actions" } } } }
+                        tbody {
+                            @for w in &hooks {
+                                tr {
+                                    td.url { a href={ "/webhooks/" (w.webhook_id) } { (w.url) } }
+                                    td { (active_badge(w.active)) }
+                                    td { (layout::when(&w.created_at)) }
+                                    td.actions {
+                                        a.button.button-small.button-quiet href={ "/webhooks/" (w.webhook_id) } { "Deliveries" }
+                                        (toggle(signed, w, "list"))
+                                        a.button.button-small.button-danger href={ "/webhooks/" (w.webhook_id) "/delete" } { "Delete" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        div.columns {
+            section.card {
+                h2 { "Register a webhook" }
+                form.stack method="post" action="/webhooks" {
+                    (layout::csrf(signed))
+                    label for="webhook-url" { "Endpoint URL (HTTPS)" }
+                    input #webhook-url type="url" name="url" value=(extra.url) required placeholder="https://shop.example.com/webhooks/shipments" autocomplete="off";
+                    button.button.button-primary type="submit" { "Register webhook" }
+                }
+            }
+            section.card {
+                h2 { "Shipment signing key" }
+                p.muted { "Deliveries to a shipment's own " code { "webhook_url" } " are signed with this key. You need it before creating such shipments." }
+                a.button href="/webhooks/signing-key" { "Create or rotate the key" }
+            }
+        }
+    };
+    Ok(Page(
+        status,
+        layout::page(signed, Section::Webhooks, "Webhooks", &body),
+    ))
+}
+
+/// `GET /webhooks`.
+pub(crate) async fn list_webhooks(
+    State(state): State<AppState>,
+    signed: Signed,
+    RawQuery(query): RawQuery,
+) -> PageResult {
+    let notice = match query.as_deref() {
+        Some("enabled") => Some("The webhook is enabled: it receives deliveries again."),
+        Some("disabled") => {
+            Some("The webhook is disabled: nothing is sent to it until you enable it.")
+        }
+        Some("deleted") => Some("The webhook was deleted."),
+        _ => None,
+    };
+    let extra = Extra {
+        notice: notice.map(|n| (Tone::Success, n.to_owned())),
+        ..Extra::default()
+    };
+    webhooks_page(&state, &signed, StatusCode::OK, extra).await
+}
+
+/// `POST /webhooks`: registers a webhook and shows its signing key once.
+pub(crate) async fn register_webhook(
+    State(state): State<AppState>,
+    SignedForm { signed, form }: SignedForm,
+) -> PageResult {
+    let url = form.get("url").unwrap_or("");
+    let (webhook, signing_key) = match register(&state, signed.merchant_id(), url).await {
+        Ok(created) => created,
+        Err(e) if e.status().is_client_error() => {
+            let extra = Extra {
+                notice: Some((Tone::Error, layout::sentence(e.detail()))),
+                url,
+            };
+            return webhooks_page(&state, &signed, e.status(), extra).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let body = html! {
+        p { "Every change of your shipments is now sent to " strong.url { (webhook.url) } "." }
+        p { "Check the " code { "X-Service-Signature" } " header of each delivery with this key (HMAC-SHA256 of the body)." }
+        (layout::secret_once("new-signing-key", "Signing key of this webhook", signing_key.expose()))
+        p { a.button.button-primary href="/webhooks" { "I have copied it: back to webhooks" } }
+    };
+    Ok(Page(
+        StatusCode::CREATED,
+        layout::page(&signed, Section::Webhooks, "Webhook registered", &body),
+    ))
+}
+
+async fn set_active(
+    state: &AppState,
+    id: &str,
+    SignedForm { signed, form }: SignedForm,
+    active: bool,
+) -> PageResult<Response> {
+    let id = numeric_id(id)?;
+    state
+        .store
+        .set_webhook_active(signed.merchant_id(), id, active)
+        .await?
+        .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    Ok(match form.get("back") {
+        Some("detail") => see_other(&format!("/webhooks/{id}")),
+        _ => see_other(if active {
+            "/webhooks?enabled"
+        } else {
+            "/webhooks?disabled"
+        }),
+    })
+}
+
+/// `POST /webhooks/{id}/enable`.
+pub(crate) async fn enable_webhook(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    form: SignedForm,
+) -> PageResult<Response> {
+    set_active(&state, &id, form, true).await
+}
+
+/// `POST /webhooks/{id}/disable`.
+pub(crate) async fn disable_webhook(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    form: SignedForm,
+) -> PageResult<Response> {
+    set_active(&state, &id, form, false).await
+}
+
+/// `GET /webhooks/{id}?page=N`: the webhook and a page of its delivery log.
+pub(crate) async fn show_webhook(
+    State(state): State<AppState>,
+    signed: Signed,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> PageResult {
+    let id = numeric_id(&id)?;
+    let (page, page_size) =
+        parse_page(query.as_deref().unwrap_or("")).map_err(crate::http::ApiError::from)?;
+    let (w, log) = delivery_log(&state, signed.merchant_id(), id, page, page_size)
+        .await?
+        .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    let body = html! {
+        div.card {
+            dl.facts {
+                dt { "Endpoint" } dd.url { (w.url) }
+                dt { "State" } dd { (active_badge(w.active)) }
+                dt { "Registered" } dd { (layout::when(&w.created_at)) }
+            }
+            div.inline-actions {
+                (toggle(&signed, &w, "detail"))
+                a.button.button-small.button-danger href={ "/webhooks/" (w.webhook_id) "/delete" } { "Delete" }
+            }
+        }
+        section {
+            h2 { "Delivery log" }
+            @if log.data.is_empty() {
+                p.muted { "Nothing has been delivered to this webhook yet." }
+            } @else {
+                div.table-wrap {
+                    table {
+                        thead { tr { th { "Time" } th { "Shipment" } th { "Version" } th { "Outcome" } th { "Duration" } } }
+                        tbody {
+                            @for d in &log.data {
+                                tr {
+                                    td { (layout::when(&d.delivered_at)) }
+                                    td { a href={ "/shipments/" (d.shipment_code) } { code { (d.shipment_code) } } }
+                                    td { (d.version) }
+                                    td {
+                                        @if d.success {
+                                            span.badge.badge-good { "Delivered" }
+                                        } @else {
+                                            span.badge.badge-bad { "Failed" }
+                                        }
+                                        @if let Some(code) = d.status_code { " " span.muted { "HTTP " (code) } }
+                                        @if let Some(error) = &d.error { div.small.muted { (error) } }
+                                    }
+                                    td { (d.duration_ms) " ms" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            (layout::pager(log.page, log.total_pages, log.total, &|p| format!("/webhooks/{id}?page={p}")))
+        }
+        p { a href="/webhooks" { "← All webhooks" } }
+    };
+    Ok(Page::ok(layout::page(
+        &signed,
+        Section::Webhooks,
+        "Webhook",
+        &body,
+    )))
+}
+
+/// `GET /webhooks/{id}/delete`: the confirmation step.
+pub(crate) async fn confirm_delete_webhook(
+    State(state): State<AppState>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> PageResult {
+    let id = numeric_id(&id)?;
+    let w = state
+        .store
+        .webhook(signed.merchant_id(), id)
+        .await?
+        .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    let body = html! {
+        div.card {
+            p { "Delete the webhook " strong.url { (w.url) } "?" }
+            p { "Nothing more is sent to it. Its delivery log is kept. This cannot be undone." }
+            form.inline-actions method="post" action={ "/webhooks/" (w.id) "/delete" } {
+                (layout::csrf(&signed))
+                button.button.button-danger type="submit" { "Delete webhook" }
+                a.button.button-quiet href="/webhooks" { "Cancel" }
+            }
+        }
+    };
+    Ok(Page::ok(layout::page(
+        &signed,
+        Section::Webhooks,
+        "Delete webhook",
+        &body,
+    )))
+}
+
+/// `POST /webhooks/{id}/delete`.
+pub(crate) async fn delete_webhook(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    SignedForm { signed, .. }: SignedForm,
+) -> PageResult<Response> {
+    let id = numeric_id(&id)?;
+    if state.store.delete_webhook(signed.merchant_id(), id).await? {
+        Ok(see_other("/webhooks?deleted"))
+    } else {
+        Err(PageError::NotFound(NO_SUCH_WEBHOOK))
+    }
+}
+
+/// `GET /webhooks/signing-key`: what rotating means, and the button.
+pub(crate) async fn confirm_rotate_signing_key(
+    State(state): State<AppState>,
+    signed: Signed,
+) -> PageResult {
+    let exists = state
+        .store
+        .shipment_signing_key(signed.merchant_id())
+        .await?
+        .is_some();
+    let body = html! {
+        div.card {
+            p { "Deliveries to a shipment's own " code { "webhook_url" } " are signed with your shipment signing key." }
+            @if exists {
+                p { "You have one. A new key replaces it " strong { "at once" } ": receivers that check the old one will refuse the next deliveries until they have the new one." }
+            } @else {
+                p { "You have none yet: create it before creating shipments with a " code { "webhook_url" } "." }
+            }
+            form.inline-actions method="post" action="/webhooks/signing-key" {
+                (layout::csrf(&signed))
+                button.button.button-primary type="submit" { @if exists { "Rotate the key" } @else { "Create the key" } }
+                a.button.button-quiet href="/webhooks" { "Cancel" }
+            }
+        }
+    };
+    Ok(Page::ok(layout::page(
+        &signed,
+        Section::Webhooks,
+        "Shipment signing key",
+        &body,
+    )))
+}
+
+/// `POST /webhooks/signing-key`: creates or rotates the key; shown once.
+pub(crate) async fn rotate_signing_key(
+    State(state): State<AppState>,
+    SignedForm { signed, .. }: SignedForm,
+) -> PageResult {
+    let key = api::rotate_signing_key(&state, signed.merchant_id()).await?;
+    let body = html! {
+        p { "Made at " (layout::when(&key.created_at)) ". Any previous key no longer signs deliveries." }
+        (layout::secret_once("new-shipment-signing-key", "Shipment signing key", key.signing_key.expose()))
+        p { a.button.button-primary href="/webhooks" { "I have copied it: back to webhooks" } }
+    };
+    Ok(Page(
+        StatusCode::CREATED,
+        layout::page(
+            &signed,
+            Section::Webhooks,
+            "New shipment signing key",
+            &body,
+        ),
+    ))
+}

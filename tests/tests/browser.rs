@@ -1,0 +1,490 @@
+//! The merchant dashboard in a real browser: headless Chromium driven over
+//! WebDriver (Debian's `chromium` and `chromium-driver`), against the real
+//! server, on SQLite and PostgreSQL. Each test has its own server and its
+//! own chromedriver on a free port.
+//!
+//! Without chromedriver the tests fail under CI (`CI` set) and print
+//! `SKIPPED (no chromedriver)` elsewhere. The SQLite run writes a
+//! screenshot of every page it visits to `target/screenshots/<page>.png`.
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use e2e::{Db, Fixture, TestServer, db_tests, send};
+use fantoccini::{Client, ClientBuilder, Locator};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+db_tests!(
+    a_merchant_manages_keys_and_webhooks_and_signs_out,
+    a_merchant_follows_shipments_through_the_pages,
+);
+
+/// How long a page may take to show what a step waits for.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A chromedriver process of this test, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where an executable is on `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+impl Driver {
+    /// Starts chromedriver on a free port; `None` (after printing
+    /// `SKIPPED`) when it is not installed and this is not CI.
+    fn start() -> Option<Driver> {
+        let Some(binary) = on_path("chromedriver") else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "chromedriver is not installed: CI must install chromium and chromium-driver (.ci/run does)"
+            );
+            eprintln!("SKIPPED (no chromedriver)");
+            return None;
+        };
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(binary)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let driver = Driver { child, port };
+        let deadline = Instant::now() + WAIT;
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(driver)
+    }
+
+    /// A new headless Chromium session.
+    async fn browser(&self) -> Client {
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--password-store=basic",
+            "--window-size=1280,900",
+        ];
+        let mut options = json!({ "args": args });
+        if Path::new("/usr/bin/chromium").is_file() {
+            options["binary"] = json!("/usr/bin/chromium");
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("chrome"));
+        caps.insert("goog:chromeOptions".into(), options);
+        ClientBuilder::rustls()
+            .expect("a WebDriver connector")
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("chromedriver opens a Chromium session")
+    }
+}
+
+/// A browser on a server's dashboard, with the checks every page gets.
+struct Walk<'a> {
+    client: Client,
+    server: &'a TestServer,
+    screenshots: bool,
+}
+
+impl Walk<'_> {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.server.root_url)
+    }
+
+    async fn goto(&self, path: &str) {
+        self.client.goto(&self.url(path)).await.expect("navigate");
+    }
+
+    async fn path(&self) -> String {
+        let url = self.client.current_url().await.expect("a URL");
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        }
+    }
+
+    async fn source(&self) -> String {
+        self.client.source().await.expect("the page source")
+    }
+
+    /// Waits until the page shows `text`, and returns the source.
+    async fn wait_for_text(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let source = self.source().await;
+            if source.contains(text) {
+                return source;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the page at {} never showed {text:?}:\n{source}",
+                self.path().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn fill(&self, id: &str, text: &str) {
+        let field = self.client.find(Locator::Id(id)).await.expect(id);
+        field.clear().await.expect("clear");
+        field.send_keys(text).await.expect("type");
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+            .click()
+            .await
+            .expect("click");
+    }
+
+    async fn value(&self, id: &str) -> String {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .expect(id)
+            .prop("value")
+            .await
+            .expect("a value")
+            .unwrap_or_default()
+    }
+
+    /// Every visible form control is labelled, and the page is saved as
+    /// `target/screenshots/<name>.png`.
+    async fn check_page(&self, name: &str) {
+        let unlabelled = self
+            .client
+            .execute(
+                "return Array.from(document.querySelectorAll(\
+                   'input:not([type=hidden]), select, textarea'))\
+                 .filter(e => !e.closest('label') && !(e.id && \
+                   document.querySelector('label[for=\"' + CSS.escape(e.id) + '\"]')))\
+                 .map(e => e.outerHTML);",
+                vec![],
+            )
+            .await
+            .expect("run the label check");
+        assert_eq!(
+            unlabelled,
+            json!([]),
+            "{name}: form controls without a label"
+        );
+        if self.screenshots {
+            let png = self.client.screenshot().await.expect("a screenshot");
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots");
+            std::fs::create_dir_all(&dir).expect("the screenshot folder");
+            std::fs::write(dir.join(format!("{name}.png")), png).expect("write the screenshot");
+        }
+    }
+
+    async fn sign_in(&self, f: &Fixture) {
+        self.goto("/keys").await;
+        assert_eq!(self.path().await, "/login", "signed out: sent to sign in");
+        self.check_page("sign-in").await;
+        self.fill("email", &f.email).await;
+        self.fill("password", "not the password").await;
+        self.click("form[action='/login'] button[type=submit]")
+            .await;
+        self.wait_for_text("Wrong e-mail or password.").await;
+        self.check_page("sign-in-failed").await;
+        self.fill("password", f.password.as_deref().expect("a login"))
+            .await;
+        self.click("form[action='/login'] button[type=submit]")
+            .await;
+        self.wait_for_text("<h1>Overview</h1>").await;
+        assert_eq!(self.path().await, "/");
+    }
+}
+
+async fn start(server: &TestServer) -> Option<(Driver, Walk<'_>)> {
+    let driver = Driver::start()?;
+    let client = driver.browser().await;
+    Some((
+        driver,
+        Walk {
+            client,
+            server,
+            screenshots: server.db == Db::Sqlite,
+        },
+    ))
+}
+
+async fn webhook_active(server: &TestServer, f: &Fixture, id: i64) -> bool {
+    let webhook = server.store.webhook(f.merchant_id, id).await.unwrap();
+    webhook.expect("the webhook exists").active
+}
+
+async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer) {
+    let Some((_driver, walk)) = start(server).await else {
+        return;
+    };
+    let f = server.fixture_with_login().await;
+    walk.sign_in(&f).await;
+    walk.check_page("overview").await;
+
+    // Create a key and see it once.
+    walk.goto("/keys").await;
+    walk.check_page("api-keys").await;
+    walk.fill("key-name", "browser key").await;
+    walk.click("form[action='/keys'] button[type=submit]").await;
+    walk.wait_for_text("Key created").await;
+    let key = walk.value("new-key").await;
+    assert!(key.starts_with("sk_test_") && key.len() == 40, "{key}");
+    assert!(walk.source().await.contains("will not be shown again"));
+    // The copy button is shown by the page's script (allowed by the CSP).
+    let copy = walk
+        .client
+        .find(Locator::Css("button[data-copy='new-key']"))
+        .await
+        .expect("a copy button");
+    assert!(copy.is_displayed().await.unwrap(), "copy.js ran");
+    walk.check_page("api-key-created").await;
+    assert!(
+        !walk.path().await.contains(&key),
+        "the key is never in the URL"
+    );
+
+    // Back on the list, the key is gone; only its prefix and last 4 show.
+    walk.goto("/keys").await;
+    let listed = walk.wait_for_text("browser key").await;
+    assert!(!listed.contains(&key), "the key is shown only once");
+    assert!(listed.contains(&format!("sk_test_…{}", &key[36..])));
+
+    // Verify it with the form.
+    walk.fill("verify-key", &key).await;
+    walk.click("form[action='/keys/verify'] button[type=submit]")
+        .await;
+    walk.wait_for_text("Valid: this is your key “browser key”")
+        .await;
+    walk.check_page("api-key-verified").await;
+
+    // Delete it (with the confirmation) and the API refuses it.
+    let (status, _) = send(server.request(Method::GET, "/merchant-couriers", &key)).await;
+    assert_eq!(status, StatusCode::OK);
+    walk.client
+        .find(Locator::XPath(
+            "//tr[td[text()='browser key']]//a[contains(@href, '/delete')]",
+        ))
+        .await
+        .expect("the key's delete link")
+        .click()
+        .await
+        .expect("click");
+    walk.wait_for_text("Delete the key").await;
+    walk.check_page("api-key-delete").await;
+    walk.click("form[action$='/delete'] button[type=submit]")
+        .await;
+    walk.wait_for_text("The key was deleted").await;
+    assert!(!walk.source().await.contains("browser key"));
+    let (status, body) = send(server.request(Method::GET, "/merchant-couriers", &key)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+
+    // Register a webhook and see its signing key once.
+    walk.goto("/webhooks").await;
+    walk.check_page("webhooks-empty").await;
+    let url = "https://127.0.0.1:9/browser-hook";
+    walk.fill("webhook-url", url).await;
+    walk.click("form[action='/webhooks'] button[type=submit]")
+        .await;
+    walk.wait_for_text("Webhook registered").await;
+    let signing_key = walk.value("new-signing-key").await;
+    assert!(signing_key.starts_with("whsec_"), "{signing_key}");
+    walk.check_page("webhook-registered").await;
+    walk.goto("/webhooks").await;
+    let listed = walk.wait_for_text(url).await;
+    assert!(!listed.contains(&signing_key), "shown only once");
+    let id = server.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+
+    // A change is delivered (and fails: nothing listens there), and the
+    // log says so.
+    server
+        .create_shipment(&f, json!({"courier_company_id": f.courier_id}))
+        .await;
+
+    // Disable, enable.
+    walk.click(&format!("form[action='/webhooks/{id}/disable'] button"))
+        .await;
+    walk.wait_for_text("The webhook is disabled").await;
+    assert!(!webhook_active(server, &f, id).await);
+    walk.check_page("webhooks").await;
+    walk.click(&format!("form[action='/webhooks/{id}/enable'] button"))
+        .await;
+    walk.wait_for_text("The webhook is enabled").await;
+    assert!(webhook_active(server, &f, id).await);
+
+    // Its delivery log.
+    walk.click(&format!("a[href='/webhooks/{id}']")).await;
+    walk.wait_for_text("Delivery log").await;
+    let deadline = Instant::now() + WAIT;
+    while !walk.source().await.contains("badge-bad") {
+        assert!(Instant::now() < deadline, "the failed delivery was logged");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        walk.client.refresh().await.expect("reload");
+    }
+    walk.check_page("webhook-deliveries").await;
+
+    // The shipment signing key, shown once.
+    walk.goto("/webhooks/signing-key").await;
+    walk.check_page("signing-key").await;
+    walk.click("form[action='/webhooks/signing-key'] button[type=submit]")
+        .await;
+    walk.wait_for_text("New shipment signing key").await;
+    assert!(
+        walk.value("new-shipment-signing-key")
+            .await
+            .starts_with("whsec_")
+    );
+    walk.check_page("signing-key-created").await;
+
+    // Delete the webhook, with the confirmation.
+    walk.goto("/webhooks").await;
+    walk.click(&format!("a[href='/webhooks/{id}/delete']"))
+        .await;
+    walk.wait_for_text("Delete the webhook").await;
+    walk.check_page("webhook-delete").await;
+    walk.click(&format!("form[action='/webhooks/{id}/delete'] button"))
+        .await;
+    walk.wait_for_text("The webhook was deleted").await;
+    assert!(
+        server
+            .store
+            .webhooks(f.merchant_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Sign out; every page sends the browser back to sign in.
+    walk.click("form[action='/logout'] button").await;
+    walk.wait_for_text("You have signed out.").await;
+    walk.check_page("signed-out").await;
+    for path in [
+        "/",
+        "/keys",
+        "/webhooks",
+        "/shipments",
+        &format!("/webhooks/{id}"),
+    ] {
+        walk.goto(path).await;
+        assert_eq!(walk.path().await, "/login", "{path} after sign-out");
+    }
+    walk.client.close().await.expect("close the browser");
+}
+
+async fn a_merchant_follows_shipments_through_the_pages(server: &TestServer) {
+    let Some((_driver, walk)) = start(server).await else {
+        return;
+    };
+    let f = server.fixture_with_login().await;
+    // Enough older ones for a second page.
+    for _ in 0..20 {
+        server
+            .create_shipment(&f, json!({"courier_company_id": f.courier_id}))
+            .await;
+    }
+    let mut delivered = String::new();
+    for (i, target) in [
+        "delivered",
+        "in_transit",
+        "cancelled",
+        "failed",
+        "assigned_to_driver",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let created = server
+            .create_shipment(
+                &f,
+                json!({
+                    "courier_company_id": f.courier_id,
+                    "description": format!("Order #{}", 1001 + i),
+                    "weight_kg": 2.5,
+                    "items": ["book", "mug"],
+                    "start_address": "52.5200,13.4050",
+                    "end_address": "52.3759,4.8975",
+                }),
+            )
+            .await;
+        let code = created["code"].as_str().unwrap().to_owned();
+        server.advance(&f, &code, target).await;
+        if *target == "delivered" {
+            delivered = code;
+        }
+    }
+    walk.sign_in(&f).await;
+    walk.goto("/shipments").await;
+    let first = walk.wait_for_text("Page 1 of 2").await;
+    assert!(first.contains(&delivered), "newest first");
+    walk.check_page("shipments").await;
+    walk.click("a[rel=next]").await;
+    let second = walk.wait_for_text("Page 2 of 2").await;
+    assert!(!second.contains(&delivered));
+
+    // Filter by status.
+    walk.client
+        .find(Locator::Id("status-filter"))
+        .await
+        .expect("the status filter")
+        .select_by_value("delivered")
+        .await
+        .expect("choose delivered");
+    walk.click("form.filter button[type=submit]").await;
+    walk.wait_for_text("Page 1 of 1 · 1 in all").await;
+    assert!(walk.path().await.contains("status=delivered"));
+    walk.check_page("shipments-delivered").await;
+
+    // A shipment's page and its timeline.
+    walk.click(&format!("a[href='/shipments/{delivered}']"))
+        .await;
+    let page = walk.wait_for_text("Timeline").await;
+    let timeline = &page[page.find("Timeline").unwrap()..];
+    let steps = [
+        "Created and handed",
+        "Driver assigned",
+        "Picked up",
+        "Delivered",
+    ];
+    let at: Vec<usize> = steps
+        .iter()
+        .map(|s| {
+            timeline
+                .find(s)
+                .unwrap_or_else(|| panic!("{s}: {timeline}"))
+        })
+        .collect();
+    assert!(at.is_sorted(), "{at:?}");
+    walk.check_page("shipment").await;
+    walk.client.close().await.expect("close the browser");
+}
