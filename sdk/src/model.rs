@@ -150,6 +150,7 @@ pub mod timestamp {
 /// A shipment, exactly as `GET /shipments/:code` and webhook deliveries carry
 /// it. Every key is always present; timestamps are null until their event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Shipment {
     /// Numeric identifier.
     pub id: i64,
@@ -233,12 +234,18 @@ pub struct Shipment {
 /// assert_eq!(req.items.as_deref(), Some(&["book".to_string()][..]));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateShipment {
     /// Courier company linked to the merchant (required).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub courier_company_id: i64,
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 2000, pattern = "^[^\\x00]*$")
+    )]
     pub description: Option<String>,
     /// Weight in kilograms, greater than zero.
     #[serde(
@@ -246,21 +253,27 @@ pub struct CreateShipment {
         with = "rust_decimal::serde::float_option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.001, maximum = 100000))]
     pub weight_kg: Option<Decimal>,
     /// Free-form dimensions text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200, pattern = "^[^\\x00]*$"))]
     pub dimensions: Option<String>,
     /// Item labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::items))]
     pub items: Option<Vec<String>>,
     /// Pickup location (text, or `lat,lng`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
     pub start_address: Option<String>,
     /// Delivery location (text, or `lat,lng`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
     pub end_address: Option<String>,
     /// Per-shipment HTTPS webhook address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::webhook_url))]
     pub webhook_url: Option<String>,
 }
 
@@ -330,6 +343,7 @@ impl CreateShipment {
 /// assert_eq!(query.page_size, Some(50));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ListShipments {
     /// Page number, from 1 (default 1).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -409,6 +423,7 @@ impl ListShipments {
 
 /// One page of a list, with enough to walk the rest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     /// The items of this page.
     pub data: Vec<T>,
@@ -424,6 +439,7 @@ pub struct Page<T> {
 
 /// A list that is never paginated, such as `GET /merchant-couriers`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct List<T> {
     /// Every item.
     pub data: Vec<T>,
@@ -431,6 +447,7 @@ pub struct List<T> {
 
 /// An RFC 9457 problem body, the shape of every error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Problem {
     /// Always `about:blank`: the `code` says what went wrong.
     #[serde(rename = "type", default = "about_blank")]
@@ -457,6 +474,7 @@ fn about_blank() -> String {
 
 /// A courier company linked to the merchant (`GET /merchant-couriers`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CourierCompany {
     /// The identifier used as `courier_company_id`.
     pub id: i64,
@@ -478,16 +496,38 @@ pub struct CourierCompany {
     pub linked_at: DateTime<Utc>,
 }
 
+/// The webhook addresses the service accepts (`RegisterWebhook::url`,
+/// `CreateShipment::webhook_url`), as a regular expression: `https://`, a
+/// host name (labels of letters and digits, inner hyphens, the last one
+/// starting with a letter; at most four labels of at most 62 characters,
+/// no `--`) or an IPv4 address, an optional port, and an optional path and
+/// query of URL-safe characters; at most 2,048 bytes. No credentials, no
+/// fragment, no percent-escapes, no IPv6 literal.
+///
+/// The server checks exactly this expression and the OpenAPI document
+/// publishes it, so what a client can validate is what the service takes.
+pub const WEBHOOK_URL_PATTERN: &str = concat!(
+    "^https://",
+    "(([A-Za-z0-9]{1,20}(-[A-Za-z0-9]{1,20}){0,2}\\.){0,3}[A-Za-z][A-Za-z0-9]{0,19}(-[A-Za-z0-9]{1,20}){0,2}",
+    "|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))",
+    "(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0))?",
+    "(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?",
+    "(\\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$",
+);
+
 /// Body of `POST /shipments/:code/rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RateShipment {
     /// Integer from 1 to 10.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
     pub rating: u8,
 }
 
 /// Answer of `POST /shipments/:code/generate-confirmation-code`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConfirmationCode {
     /// The shipment code.
     pub code: String,
@@ -551,16 +591,20 @@ impl From<&str> for Secret {
 
 /// Body of `POST /auth/login`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     /// The merchant's dashboard e-mail.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::email))]
     pub email: String,
     /// The dashboard password (never used on API-key routes).
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::password))]
     pub password: Secret,
 }
 
 /// Answer of `POST /auth/login`: a dashboard session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Session {
     /// The Bearer token for the dashboard routes.
     pub token: Secret,
@@ -573,6 +617,7 @@ pub struct Session {
 
 /// An API key as the dashboard lists it (`GET /api-keys`): never the secret.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiKey {
     /// Identifier, used in `DELETE /api-keys/:id`.
     pub id: i64,
@@ -592,6 +637,7 @@ pub struct ApiKey {
 
 /// Answer of `POST /api-keys`: the listed fields and, this once, the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewApiKey {
     /// The key as it will be listed.
     #[serde(flatten)]
@@ -602,15 +648,18 @@ pub struct NewApiKey {
 
 /// Body of `POST /api-keys`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKey {
     /// A name to tell the key apart (the server picks one when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 100, pattern = "^[^\\x00]*$"))]
     pub name: Option<String>,
 }
 
 /// Body of `POST /api-keys/verify`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct VerifyApiKey {
     /// The pasted key string.
@@ -619,6 +668,7 @@ pub struct VerifyApiKey {
 
 /// Answer of `POST /api-keys/verify`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KeyVerdict {
     /// Whether the string is one of the merchant's working keys.
     pub valid: bool,
@@ -632,6 +682,7 @@ pub struct KeyVerdict {
 
 /// A merchant webhook as listed (`GET /webhooks`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Webhook {
     /// Identifier, used in `/webhooks/:id`.
     pub webhook_id: i64,
@@ -646,6 +697,7 @@ pub struct Webhook {
 
 /// Answer of `POST /webhooks`: the webhook and, this once, its signing key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewWebhook {
     /// The webhook as it will be listed.
     #[serde(flatten)]
@@ -656,14 +708,17 @@ pub struct NewWebhook {
 
 /// Body of `POST /webhooks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RegisterWebhook {
     /// The HTTPS address to deliver to.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::https_url))]
     pub url: String,
 }
 
 /// Body of `PATCH /webhooks/:id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SetWebhookActive {
     /// Whether deliveries should be sent.
@@ -672,6 +727,7 @@ pub struct SetWebhookActive {
 
 /// One attempt in a webhook's delivery log (`GET /webhooks/:id/deliveries`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Delivery {
     /// Identifier of the attempt.
     pub id: i64,
@@ -699,6 +755,7 @@ pub struct Delivery {
 /// Answer of `POST /webhooks/shipment-signing-key`: the key that signs
 /// per-shipment `webhook_url` deliveries, shown once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SigningKey {
     /// `whsec_...`; the HMAC key is the UTF-8 bytes of this whole string.
     pub signing_key: Secret,
@@ -790,5 +847,104 @@ mod tests {
         assert!(!format!("{key:?}").contains("0123456789"));
         assert_eq!(key.key.expose(), "sk_test_0123456789abcdefghijABCDEFGHIJ");
         assert_eq!(serde_json::to_value(&key).unwrap(), json);
+    }
+}
+
+/// OpenAPI schemas of the types whose serde form is written by hand.
+#[cfg(feature = "openapi")]
+mod openapi {
+    use std::borrow::Cow;
+
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    use utoipa::openapi::{RefOr, Schema};
+    use utoipa::{PartialSchema, ToSchema};
+
+    use super::{Secret, Status};
+
+    /// The webhook address grammar the server enforces.
+    const HTTPS_URL: &str = super::WEBHOOK_URL_PATTERN;
+
+    /// `RegisterWebhook::url`.
+    pub(super) fn https_url() -> impl Into<RefOr<Schema>> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .max_length(Some(2048))
+            .pattern(Some(HTTPS_URL))
+    }
+
+    /// `CreateShipment::webhook_url`: the same, or null.
+    pub(super) fn webhook_url() -> impl Into<RefOr<Schema>> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+            .max_length(Some(2048))
+            .pattern(Some(HTTPS_URL))
+    }
+
+    /// Text with something besides white space (as Rust's `trim` sees it)
+    /// and no NUL.
+    const NON_BLANK: &str = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$";
+
+    /// `Login::email`: up to 256 characters, not blank.
+    pub(super) fn email() -> impl Into<RefOr<Schema>> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .max_length(Some(256))
+            .pattern(Some(NON_BLANK))
+    }
+
+    /// `Login::password`: up to 256 characters.
+    pub(super) fn password() -> impl Into<RefOr<Schema>> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .max_length(Some(256))
+    }
+
+    /// `CreateShipment::items`: at most 100 labels of 1 to 200 characters,
+    /// not only white space, or null.
+    pub(super) fn items() -> impl Into<RefOr<Schema>> {
+        let label = ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .min_length(Some(1))
+            .max_length(Some(200))
+            .pattern(Some(NON_BLANK));
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+            .items(label)
+            .max_items(Some(100))
+    }
+
+    impl PartialSchema for Status {
+        fn schema() -> RefOr<Schema> {
+            // The values the service sends today; clients must also accept
+            // others (the SDK keeps them as `Status::Unknown`).
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .enum_values(Some(Status::KNOWN.iter().map(Status::as_str)))
+                .description(Some(
+                    "Lifecycle state. Clients must accept values not listed here.",
+                ))
+                .into()
+        }
+    }
+
+    impl ToSchema for Status {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("Status")
+        }
+    }
+
+    impl PartialSchema for Secret {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .description(Some("A secret, sent or shown once."))
+                .into()
+        }
+    }
+
+    impl ToSchema for Secret {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("Secret")
+        }
     }
 }

@@ -54,6 +54,9 @@ enum Command {
         #[arg(long, env = "SHIPMENT_WEBHOOK_CA_FILE")]
         webhook_ca_file: Option<std::path::PathBuf>,
     },
+    /// Print the OpenAPI 3.1 document of the API (the repository's
+    /// `openapi.json` is this output).
+    Openapi,
     /// Accounts and keys, without SQL.
     Admin {
         #[command(flatten)]
@@ -99,6 +102,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let dashboard = app.dashboard_addr().unwrap_or(app.local_addr());
             tracing::info!(addr = %app.local_addr(), dashboard = %format!("http://{dashboard}/"), "serving");
             app.run_until(shutdown_signal()).await?;
+        }
+        Command::Openapi => {
+            print!("{}", shipment_server::http::openapi::document_json());
         }
         Command::Migrate(database) => {
             let store = Store::connect(&database.database_url, database.pool()).await?;

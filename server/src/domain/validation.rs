@@ -1,6 +1,9 @@
 //! Create-shipment input: parsed into a [`NewShipment`] that is valid by
 //! construction, with every limit named here and documented in the README.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use rust_decimal::{Decimal, RoundingStrategy};
 use shipment_sdk::model::CreateShipment;
 
@@ -79,10 +82,16 @@ impl NewShipment {
             ));
         }
         for item in &items {
-            if item.trim().is_empty() || item.chars().count() > MAX_SHORT_TEXT {
+            if item.trim().is_empty()
+                || item.chars().count() > MAX_SHORT_TEXT
+                || item.contains('\0')
+            {
                 return Err(FieldError::invalid(
                     "items",
-                    format!("each item must be 1 to {MAX_SHORT_TEXT} characters"),
+                    format!(
+                        "each item must be 1 to {MAX_SHORT_TEXT} characters, not only spaces, \
+                         without NUL"
+                    ),
                 ));
             }
         }
@@ -124,6 +133,18 @@ pub fn https_url(field: &str, raw: &str) -> Result<String, FieldError> {
         return Err(FieldError::invalid(
             field,
             format!("`{field}` must be at most {MAX_URL} bytes"),
+        ));
+    }
+    static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(shipment_sdk::model::WEBHOOK_URL_PATTERN).expect("the pattern compiles")
+    });
+    if !GRAMMAR.is_match(raw) {
+        return Err(FieldError::invalid(
+            field,
+            format!(
+                "`{field}` must be an HTTPS URL: https://, a host name or IPv4 address, an \
+                 optional port, path and query; no credentials, fragment or percent-escapes"
+            ),
         ));
     }
     let url = url::Url::parse(raw)
@@ -199,7 +220,31 @@ mod tests {
     #[test]
     fn webhook_url_must_be_https() {
         let err = NewShipment::parse(req().webhook_url("http://example.com/hook")).unwrap_err();
-        assert_eq!(err.detail, "`webhook_url` must be an HTTPS URL");
+        assert!(
+            err.detail.starts_with("`webhook_url` must be an HTTPS URL"),
+            "{}",
+            err.detail
+        );
+        for ok in [
+            "https://shop.example.com/hooks/shipments?v=1",
+            "https://127.0.0.1:8443/h",
+            "https://Example.COM",
+        ] {
+            assert!(https_url("u", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            " https://example.com",
+            "https://user@example.com/",
+            "https://example.com/#frag",
+            "https://example.com/%41",
+            "https://[::1]/",
+            "https://127.1/",
+            "https://999.0.0.1/",
+            "https://example.com:65536/",
+            "https://xn--a.example/",
+        ] {
+            assert!(https_url("u", bad).is_err(), "{bad}");
+        }
         assert!(NewShipment::parse(req().webhook_url("not a url")).is_err());
         assert!(NewShipment::parse(req().webhook_url("https://u:p@example.com/")).is_err());
         let ok = NewShipment::parse(req().webhook_url("https://Example.com/hook")).unwrap();

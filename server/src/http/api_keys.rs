@@ -1,6 +1,7 @@
 //! The dashboard's API key management (Bearer): list, create, delete, and
 //! verify a pasted key.
 
+use super::openapi::Problems;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
@@ -36,6 +37,17 @@ fn view(k: ApiKeyInfo) -> ApiKey {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/api-keys",
+    tag = "dashboard",
+    summary = "List API keys (no secrets)",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Keys", body = List<ApiKey>),
+        Problems
+    )
+)]
 async fn list_keys(
     State(state): State<AppState>,
     session: Session,
@@ -46,6 +58,18 @@ async fn list_keys(
     }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api-keys",
+    tag = "dashboard",
+    summary = "Create an API key (the only time it is shown)",
+    security(("bearer" = [])),
+    request_body = Option<CreateApiKey>,
+    responses(
+        (status = 201, description = "Created", body = NewApiKey),
+        Problems
+    )
+)]
 async fn create_key(
     State(state): State<AppState>,
     session: Session,
@@ -81,6 +105,13 @@ pub(crate) async fn create_named_key(
                 format!("`name` must be at most {MAX_KEY_NAME} characters"),
             ));
         }
+        // PostgreSQL text cannot hold NUL.
+        Some(n) if n.contains('\0') => {
+            return Err(ApiError::invalid_field(
+                "name",
+                "`name` must not contain NUL characters",
+            ));
+        }
         Some(n) if !n.is_empty() => n.to_owned(),
         _ => "API key".to_owned(),
     };
@@ -90,6 +121,20 @@ pub(crate) async fn create_named_key(
         .await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/api-keys/{id}",
+    tag = "dashboard",
+    summary = "Delete an API key: it fails with 401 at once",
+    security(("bearer" = [])),
+    params(
+        ("id" = i64, Path, description = "Its id", minimum = 1)
+    ),
+    responses(
+        (status = 204, description = "Deleted"),
+        Problems
+    )
+)]
 async fn delete_key(
     State(state): State<AppState>,
     session: Session,
@@ -105,6 +150,18 @@ async fn delete_key(
 
 /// Whether a pasted string is one of this merchant's working keys. Any
 /// string is a fair question, so a malformed one is `valid: false`, not 400.
+#[utoipa::path(
+    post,
+    path = "/api-keys/verify",
+    tag = "dashboard",
+    summary = "Check whether a key string is a live key of this merchant",
+    security(("bearer" = [])),
+    request_body = VerifyApiKey,
+    responses(
+        (status = 200, description = "The verdict", body = KeyVerdict),
+        Problems
+    )
+)]
 async fn verify_key(
     State(state): State<AppState>,
     session: Session,

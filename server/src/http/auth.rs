@@ -1,6 +1,7 @@
 //! Dashboard sign-in (`/auth/login`, `/auth/logout`) and the [`Session`]
 //! extractor that guards every Bearer route.
 
+use super::openapi::Problems;
 use std::sync::OnceLock;
 
 use argon2::{Argon2, PasswordHash, PasswordVerifier};
@@ -32,6 +33,17 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/auth/logout", post(logout))
 }
 
+#[utoipa::path(
+    post,
+    path = "/auth/login",
+    tag = "dashboard",
+    summary = "Sign in: a Bearer token for 12 h",
+    request_body = Login,
+    responses(
+        (status = 200, description = "Signed in", body = SessionModel),
+        Problems
+    )
+)]
 async fn login(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<Login>,
@@ -58,13 +70,14 @@ pub(crate) async fn sign_in(
     password: &str,
 ) -> Result<(keys::Secret, DateTime<Utc>), ApiError> {
     let email = email.trim().to_ascii_lowercase();
-    if email.is_empty() || email.len() > MAX_CREDENTIAL_LEN {
+    // NUL: PostgreSQL text cannot hold it (failures are counted by e-mail).
+    if email.is_empty() || email.chars().count() > MAX_CREDENTIAL_LEN || email.contains('\0') {
         return Err(ApiError::invalid_field(
             "email",
-            format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters"),
+            format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters, without NUL"),
         ));
     }
-    if password.len() > MAX_CREDENTIAL_LEN {
+    if password.chars().count() > MAX_CREDENTIAL_LEN {
         return Err(ApiError::invalid_field(
             "password",
             format!("`password` must be at most {MAX_CREDENTIAL_LEN} characters"),
@@ -150,6 +163,17 @@ fn dummy_hash() -> &'static str {
     })
 }
 
+#[utoipa::path(
+    post,
+    path = "/auth/logout",
+    tag = "dashboard",
+    summary = "Sign out: the token stops working",
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Signed out"),
+        Problems
+    )
+)]
 async fn logout(State(state): State<AppState>, session: Session) -> Result<StatusCode, ApiError> {
     state.store.delete_session(session.id).await?;
     Ok(StatusCode::NO_CONTENT)

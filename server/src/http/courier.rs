@@ -2,6 +2,7 @@
 //! shipments through the lifecycle with their own `ck_` keys, so every state
 //! is reachable over HTTP.
 
+use super::openapi::Problems;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -47,9 +48,36 @@ fn text(field: &str, value: &str) -> Result<String, ApiError> {
             format!("`{field}` must be 1 to {MAX_TEXT} characters"),
         ));
     }
+    // PostgreSQL text cannot hold NUL.
+    if value.contains('\0') {
+        return Err(ApiError::invalid_field(
+            field,
+            format!("`{field}` must not contain NUL characters"),
+        ));
+    }
     Ok(value.to_owned())
 }
 
+#[utoipa::path(
+    get,
+    path = "/courier/shipments",
+    tag = "courier",
+    summary = "List the courier company's shipments",
+    security(("api_key" = [])),
+    params(
+        ("page" = Option<u32>, Query, description = "Page, from 1", minimum = 1, maximum = 1000000),
+        ("page_size" = Option<u32>, Query, description = "Items per page (default 20)", minimum = 1, maximum = 100),
+        ("status" = Option<shipment_sdk::model::Status>, Query, description = "Only this status"),
+        ("courier_company_id" = Option<i64>, Query, description = "Only this courier company", minimum = 1),
+        ("created_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created at or after"),
+        ("created_before" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created before"),
+        ("updated_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: changed at or after")
+    ),
+    responses(
+        (status = 200, description = "One page", body = Page<Shipment>),
+        Problems
+    )
+)]
 async fn list_courier_shipments(
     State(state): State<AppState>,
     courier: Courier,
@@ -61,6 +89,17 @@ async fn list_courier_shipments(
         .map(Json)
 }
 
+#[utoipa::path(
+    get,
+    path = "/courier/drivers",
+    tag = "courier",
+    summary = "List drivers",
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Drivers", body = List<Driver>),
+        Problems
+    )
+)]
 async fn list_drivers(
     State(state): State<AppState>,
     courier: Courier,
@@ -70,12 +109,30 @@ async fn list_drivers(
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateDriver {
+    /// Display name, 1 to 500 characters (not only spaces).
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$"
+    )]
     name: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/drivers",
+    tag = "courier",
+    summary = "Add a driver",
+    security(("api_key" = [])),
+    request_body = CreateDriver,
+    responses(
+        (status = 201, description = "Added", body = Driver),
+        Problems
+    )
+)]
 async fn create_driver(
     State(state): State<AppState>,
     courier: Courier,
@@ -86,12 +143,29 @@ async fn create_driver(
     Ok((StatusCode::CREATED, Json(driver)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct AssignDriver {
+    /// One of the courier company's drivers.
+    #[schema(minimum = 1)]
     driver_id: i64,
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/assign-driver",
+    tag = "courier",
+    summary = "Assign (or reassign) a driver",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    request_body = AssignDriver,
+    responses(
+        (status = 200, description = "Assigned", body = Shipment),
+        Problems
+    )
+)]
 async fn assign_driver(
     State(state): State<AppState>,
     courier: Courier,
@@ -134,6 +208,20 @@ async fn simple(
     changed(code, change)
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/unassign-driver",
+    tag = "courier",
+    summary = "Take the driver off",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 200, description = "Unassigned", body = Shipment),
+        Problems
+    )
+)]
 async fn unassign_driver(
     State(state): State<AppState>,
     courier: Courier,
@@ -142,6 +230,20 @@ async fn unassign_driver(
     simple(&state, courier, code.as_str(), Operation::UnassignDriver).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/pickup",
+    tag = "courier",
+    summary = "Pick up: in transit",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 200, description = "In transit", body = Shipment),
+        Problems
+    )
+)]
 async fn pickup_shipment(
     State(state): State<AppState>,
     courier: Courier,
@@ -150,6 +252,20 @@ async fn pickup_shipment(
     simple(&state, courier, code.as_str(), Operation::Pickup).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/return",
+    tag = "courier",
+    summary = "Return to the merchant",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 200, description = "Returned", body = Shipment),
+        Problems
+    )
+)]
 async fn return_shipment(
     State(state): State<AppState>,
     courier: Courier,
@@ -158,12 +274,33 @@ async fn return_shipment(
     simple(&state, courier, code.as_str(), Operation::Return).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct FailShipment {
+    /// Why the attempt failed, 1 to 500 characters (not only spaces).
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$"
+    )]
     reason: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/fail",
+    tag = "courier",
+    summary = "Record a failed delivery attempt",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    request_body = FailShipment,
+    responses(
+        (status = 200, description = "Failed", body = Shipment),
+        Problems
+    )
+)]
 async fn fail_shipment(
     State(state): State<AppState>,
     courier: Courier,
@@ -182,12 +319,29 @@ async fn fail_shipment(
     changed(code.as_str(), change)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct DeliverShipment {
+    /// The six digits of the confirmation code, when one was generated.
+    #[schema(pattern = "^[0-9]{6}$")]
     confirmation_code: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/courier/shipments/{code}/deliver",
+    tag = "courier",
+    summary = "Deliver (with the confirmation code if one was generated)",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    request_body = Option<DeliverShipment>,
+    responses(
+        (status = 200, description = "Delivered", body = Shipment),
+        Problems
+    )
+)]
 async fn deliver_shipment(
     State(state): State<AppState>,
     courier: Courier,

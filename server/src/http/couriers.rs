@@ -1,5 +1,6 @@
 //! `GET /merchant-couriers`: the courier companies linked to the merchant.
 
+use super::openapi::Problems;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -12,6 +13,17 @@ pub(super) fn router() -> Router<AppState> {
     Router::new().route("/merchant-couriers", get(list_couriers))
 }
 
+#[utoipa::path(
+    get,
+    path = "/merchant-couriers",
+    tag = "shipments",
+    summary = "The courier companies linked to the merchant",
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Linked courier companies", body = List<CourierCompany>),
+        Problems
+    )
+)]
 async fn list_couriers(
     State(state): State<AppState>,
     merchant: Merchant,

@@ -60,18 +60,21 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first (without building anything), so a malformed document is
     // always `invalid_json`, whatever the typed pass would trip on first.
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-        return Err(ApiError::invalid_json(format!(
-            "request body is not valid JSON: {e}"
-        )));
-    }
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+    let mut document = match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(document) => document,
+        Err(e) => {
+            return Err(ApiError::invalid_json(format!(
+                "request body is not valid JSON: {e}"
+            )));
+        }
+    };
+    if !document.is_object() {
         return Err(ApiError::invalid_json(
             "the request body must be a JSON object",
         ));
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let err = match serde_path_to_error::deserialize(&mut de) {
+    integral_floats_as_integers(&mut document);
+    let err = match serde_path_to_error::deserialize(document) {
         Ok(value) => return Ok(value),
         Err(err) => err,
     };
@@ -126,6 +129,25 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     ))
 }
 
+/// JSON does not tell `8` from `8.0` (JSON Schema calls both integers),
+/// but serde's integer fields refuse a float: numbers with no fraction are
+/// made integers first, so `{"rating": 8.0}` means 8.
+fn integral_floats_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            // Beyond 2^53 a float no longer says which integer it meant.
+            if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
+}
+
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
@@ -153,6 +175,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
             return Err(ApiError::invalid_json(
                 "a request body must be JSON with Content-Type: application/json",
             ));
+        }
+        // An optional body may also be sent as JSON `null`.
+        if bytes.trim_ascii() == b"null" {
+            return Ok(MaybeJson(None));
         }
         parse_json(&bytes).map(|v| MaybeJson(Some(v)))
     }

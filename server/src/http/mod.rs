@@ -23,6 +23,7 @@ mod couriers;
 pub mod error;
 pub mod extract;
 mod health;
+pub mod openapi;
 pub(crate) mod shipments;
 pub(crate) mod webhooks;
 
@@ -108,7 +109,8 @@ pub fn router(state: AppState, with_metrics: bool, with_dashboard: bool) -> Rout
         .merge(couriers::router())
         .merge(auth::router())
         .merge(api_keys::router())
-        .merge(webhooks::router());
+        .merge(webhooks::router())
+        .route("/openapi.json", axum::routing::get(openapi::serve));
     let mut app = Router::new().merge(health::router()).nest("/api/v1", api);
     if with_dashboard {
         app = app.merge(crate::dashboard::router());

@@ -1,5 +1,6 @@
 //! The merchant's shipment endpoints (API key).
 
+use super::openapi::Problems;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -59,6 +60,22 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(key.to_owned()))
 }
 
+#[utoipa::path(
+    post,
+    path = "/shipments",
+    tag = "shipments",
+    summary = "Create a shipment",
+    security(("api_key" = [])),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters; the same key and body within 24 h give the first shipment back", pattern = "^[!-~]{1,255}$")
+    ),
+    request_body = CreateShipment,
+    responses(
+        (status = 201, description = "Created", body = Shipment),
+        (status = 200, description = "The shipment an earlier request with this Idempotency-Key created", body = Shipment),
+        Problems
+    )
+)]
 async fn create_shipment(
     State(state): State<AppState>,
     merchant: Merchant,
@@ -71,10 +88,9 @@ async fn create_shipment(
     let request_digest = hex::encode(Sha256::digest(
         serde_json::to_vec(&request).expect("requests serialize"),
     ));
-    let mut new = NewShipment::parse(request)?;
+    let new = NewShipment::parse(request)?;
     if let Some(url) = &new.webhook_url {
-        new.webhook_url =
-            Some(super::webhooks::check_webhook_url(&state, "webhook_url", url).await?);
+        super::webhooks::check_target(&state, "webhook_url", url).await?;
         if state
             .store
             .shipment_signing_key(merchant.id)
@@ -137,6 +153,26 @@ async fn create_shipment(
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/shipments",
+    tag = "shipments",
+    summary = "List shipments, newest first",
+    security(("api_key" = [])),
+    params(
+        ("page" = Option<u32>, Query, description = "Page, from 1", minimum = 1, maximum = 1000000),
+        ("page_size" = Option<u32>, Query, description = "Items per page (default 20)", minimum = 1, maximum = 100),
+        ("status" = Option<shipment_sdk::model::Status>, Query, description = "Only this status"),
+        ("courier_company_id" = Option<i64>, Query, description = "Only this courier company", minimum = 1),
+        ("created_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created at or after"),
+        ("created_before" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created before"),
+        ("updated_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: changed at or after")
+    ),
+    responses(
+        (status = 200, description = "One page", body = Page<Shipment>),
+        Problems
+    )
+)]
 async fn list_shipments(
     State(state): State<AppState>,
     merchant: Merchant,
@@ -164,6 +200,20 @@ pub(crate) async fn list_page(
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/shipments/{code}",
+    tag = "shipments",
+    summary = "Get a shipment",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 200, description = "The shipment", body = Shipment),
+        Problems
+    )
+)]
 async fn get_shipment(
     State(state): State<AppState>,
     merchant: Merchant,
@@ -205,6 +255,20 @@ pub(super) fn changed(code: &str, change: Change) -> Result<Json<Shipment>, ApiE
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/shipments/{code}/cancel",
+    tag = "shipments",
+    summary = "Cancel a shipment before pickup",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 200, description = "Cancelled", body = Shipment),
+        Problems
+    )
+)]
 async fn cancel_shipment(
     State(state): State<AppState>,
     merchant: Merchant,
@@ -219,6 +283,21 @@ async fn cancel_shipment(
     changed(code.as_str(), change)
 }
 
+#[utoipa::path(
+    post,
+    path = "/shipments/{code}/rate",
+    tag = "shipments",
+    summary = "Rate a delivered shipment, once",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    request_body = RateShipment,
+    responses(
+        (status = 200, description = "Rated", body = Shipment),
+        Problems
+    )
+)]
 async fn rate_shipment(
     State(state): State<AppState>,
     merchant: Merchant,
@@ -246,6 +325,20 @@ async fn rate_shipment(
     changed(code.as_str(), change)
 }
 
+#[utoipa::path(
+    post,
+    path = "/shipments/{code}/generate-confirmation-code",
+    tag = "shipments",
+    summary = "Generate the delivery confirmation code",
+    security(("api_key" = [])),
+    params(
+        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    ),
+    responses(
+        (status = 201, description = "A new code; it replaces any earlier one and lasts 72 h", body = ConfirmationCode),
+        Problems
+    )
+)]
 async fn generate_confirmation_code(
     State(state): State<AppState>,
     merchant: Merchant,

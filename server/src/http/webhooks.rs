@@ -1,6 +1,7 @@
 //! The dashboard's webhook management (Bearer): register, list, enable or
 //! disable, delete, the delivery log, and the shipment signing key.
 
+use super::openapi::Problems;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, post};
@@ -58,6 +59,17 @@ fn delivery(d: DeliveryRecord) -> Delivery {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/webhooks",
+    tag = "dashboard",
+    summary = "List webhooks",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Webhooks", body = List<Webhook>),
+        Problems
+    )
+)]
 async fn list_webhooks(
     State(state): State<AppState>,
     session: Session,
@@ -75,17 +87,33 @@ pub(super) async fn check_webhook_url(
     field: &str,
     raw: &str,
 ) -> Result<String, ApiError> {
-    let url = https_url(field, raw.trim())?;
-    let parsed =
-        url::Url::parse(&url).map_err(|e| ApiError::invalid_field(field, e.to_string()))?;
-    guard::check_target(&parsed, state.allow_private_webhook_targets)
-        .await
-        .map_err(|why| {
-            ApiError::invalid_field(field, format!("`{field}` cannot be used: {why}"))
-        })?;
+    let url = https_url(field, raw)?;
+    check_target(state, field, &url).await?;
     Ok(url)
 }
 
+/// Refuses a target the server may not deliver to; `url` is one that
+/// [`https_url`] returned (normalised, so not checked again: normalising
+/// may add a byte, such as the `/` of an empty path).
+pub(super) async fn check_target(state: &AppState, field: &str, url: &str) -> Result<(), ApiError> {
+    let parsed = url::Url::parse(url).map_err(|e| ApiError::invalid_field(field, e.to_string()))?;
+    guard::check_target(&parsed, state.allow_private_webhook_targets)
+        .await
+        .map_err(|why| ApiError::invalid_field(field, format!("`{field}` cannot be used: {why}")))
+}
+
+#[utoipa::path(
+    post,
+    path = "/webhooks",
+    tag = "dashboard",
+    summary = "Register an HTTPS webhook (its signing key is shown once)",
+    security(("bearer" = [])),
+    request_body = RegisterWebhook,
+    responses(
+        (status = 201, description = "Registered", body = NewWebhook),
+        Problems
+    )
+)]
 async fn register_webhook(
     State(state): State<AppState>,
     session: Session,
@@ -123,6 +151,21 @@ pub(crate) async fn register(
     }
 }
 
+#[utoipa::path(
+    patch,
+    path = "/webhooks/{id}",
+    tag = "dashboard",
+    summary = "Enable or disable a webhook",
+    security(("bearer" = [])),
+    params(
+        ("id" = i64, Path, description = "Its id", minimum = 1)
+    ),
+    request_body = SetWebhookActive,
+    responses(
+        (status = 200, description = "Updated", body = Webhook),
+        Problems
+    )
+)]
 async fn set_active(
     State(state): State<AppState>,
     session: Session,
@@ -138,6 +181,20 @@ async fn set_active(
         .ok_or_else(|| ApiError::not_found("you have no webhook with this id"))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/webhooks/{id}",
+    tag = "dashboard",
+    summary = "Delete a webhook",
+    security(("bearer" = [])),
+    params(
+        ("id" = i64, Path, description = "Its id", minimum = 1)
+    ),
+    responses(
+        (status = 204, description = "Deleted"),
+        Problems
+    )
+)]
 async fn delete_webhook(
     State(state): State<AppState>,
     session: Session,
@@ -151,6 +208,22 @@ async fn delete_webhook(
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/webhooks/{id}/deliveries",
+    tag = "dashboard",
+    summary = "A webhook's delivery log, newest first",
+    security(("bearer" = [])),
+    params(
+        ("id" = i64, Path, description = "Its id", minimum = 1),
+        ("page" = Option<u32>, Query, description = "Page, from 1", minimum = 1, maximum = 1000000),
+        ("page_size" = Option<u32>, Query, description = "Items per page (default 20)", minimum = 1, maximum = 100)
+    ),
+    responses(
+        (status = 200, description = "One page", body = Page<Delivery>),
+        Problems
+    )
+)]
 async fn deliveries(
     State(state): State<AppState>,
     session: Session,
@@ -194,6 +267,17 @@ pub(crate) async fn delivery_log(
     )))
 }
 
+#[utoipa::path(
+    post,
+    path = "/webhooks/shipment-signing-key",
+    tag = "dashboard",
+    summary = "Create or rotate the key that signs deliveries to shipments' own webhook_url (shown once)",
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The new key", body = SigningKey),
+        Problems
+    )
+)]
 async fn rotate_shipment_signing_key(
     State(state): State<AppState>,
     session: Session,

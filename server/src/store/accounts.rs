@@ -19,7 +19,7 @@ pub struct KeyOwner {
 }
 
 /// A driver of a courier company.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Driver {
     /// Identifier used as `driver_id`.
     pub id: i64,
