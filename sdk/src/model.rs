@@ -155,6 +155,7 @@ pub struct Shipment {
     /// Numeric identifier.
     pub id: i64,
     /// Unique code, `SHP-XXXX-XXXX`; the idempotency key for receivers.
+    #[cfg_attr(feature = "openapi", schema(example = "SHP-7K3M-Q9ZX"))]
     pub code: String,
     /// Owning merchant.
     pub merchant_id: i64,
@@ -168,6 +169,7 @@ pub struct Shipment {
     pub description: Option<String>,
     /// Weight in kilograms.
     #[serde(with = "rust_decimal::serde::float_option", default)]
+    #[cfg_attr(feature = "openapi", schema(example = 4.5))]
     pub weight_kg: Option<Decimal>,
     /// Free-form dimensions text.
     pub dimensions: Option<String>,
@@ -175,11 +177,14 @@ pub struct Shipment {
     #[serde(default)]
     pub items: Vec<String>,
     /// Pickup location (text, or `lat,lng`).
+    #[cfg_attr(feature = "openapi", schema(example = "52.5200,13.4050"))]
     pub start_address: Option<String>,
     /// Delivery location (text, or `lat,lng`).
+    #[cfg_attr(feature = "openapi", schema(example = "52.3759,4.8975"))]
     pub end_address: Option<String>,
     /// Fee computed by the service, two decimal places.
     #[serde(with = "rust_decimal::serde::float")]
+    #[cfg_attr(feature = "openapi", schema(example = 69.4))]
     pub total_fee: Decimal,
     /// Per-shipment webhook address, if one was given.
     pub webhook_url: Option<String>,
@@ -191,6 +196,7 @@ pub struct Shipment {
     pub failure_reason: Option<String>,
     /// When the shipment was created.
     #[serde(serialize_with = "timestamp::serialize")]
+    #[cfg_attr(feature = "openapi", schema(example = "2026-11-21T09:30:12.123456Z"))]
     pub created_at: DateTime<Utc>,
     /// When it was (last) handed to the courier company.
     #[serde(serialize_with = "timestamp::serialize_option", default)]
@@ -218,6 +224,7 @@ pub struct Shipment {
     pub rated_at: Option<DateTime<Utc>>,
     /// When anything about it last changed.
     #[serde(serialize_with = "timestamp::serialize")]
+    #[cfg_attr(feature = "openapi", schema(example = "2026-11-21T09:30:12.123456Z"))]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -235,10 +242,18 @@ pub struct Shipment {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(
+        description = "Body of `POST /shipments`. Only `courier_company_id` is required; \
+        `lat,lng` addresses make the fee include the distance."
+    )
+)]
 #[serde(deny_unknown_fields)]
 pub struct CreateShipment {
     /// Courier company linked to the merchant (required).
     #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(example = 1))]
     pub courier_company_id: i64,
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,6 +261,7 @@ pub struct CreateShipment {
         feature = "openapi",
         schema(max_length = 2000, pattern = "^[^\\x00]*$")
     )]
+    #[cfg_attr(feature = "openapi", schema(example = "Two boxes of books"))]
     pub description: Option<String>,
     /// Weight in kilograms, greater than zero.
     #[serde(
@@ -254,10 +270,12 @@ pub struct CreateShipment {
         skip_serializing_if = "Option::is_none"
     )]
     #[cfg_attr(feature = "openapi", schema(minimum = 0.001, maximum = 100000))]
+    #[cfg_attr(feature = "openapi", schema(example = 4.5))]
     pub weight_kg: Option<Decimal>,
     /// Free-form dimensions text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(max_length = 200, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(feature = "openapi", schema(example = "30x20x10 cm"))]
     pub dimensions: Option<String>,
     /// Item labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,10 +284,12 @@ pub struct CreateShipment {
     /// Pickup location (text, or `lat,lng`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(feature = "openapi", schema(example = "52.5200,13.4050"))]
     pub start_address: Option<String>,
     /// Delivery location (text, or `lat,lng`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(feature = "openapi", schema(example = "52.3759,4.8975"))]
     pub end_address: Option<String>,
     /// Per-shipment HTTPS webhook address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -479,17 +499,21 @@ pub struct CourierCompany {
     /// The identifier used as `courier_company_id`.
     pub id: i64,
     /// Display name.
+    #[cfg_attr(feature = "openapi", schema(example = "Swift Couriers"))]
     pub name: String,
     /// Whether the company takes new shipments.
     pub active: bool,
     /// Fixed part of the fee.
     #[serde(with = "rust_decimal::serde::float")]
+    #[cfg_attr(feature = "openapi", schema(example = 5.0))]
     pub base_fee: Decimal,
     /// Fee per kilogram.
     #[serde(with = "rust_decimal::serde::float")]
+    #[cfg_attr(feature = "openapi", schema(example = 1.5))]
     pub per_kg: Decimal,
     /// Fee per kilometre of great-circle distance.
     #[serde(with = "rust_decimal::serde::float")]
+    #[cfg_attr(feature = "openapi", schema(example = 0.1))]
     pub per_km: Decimal,
     /// When the company was linked to the merchant.
     #[serde(serialize_with = "timestamp::serialize")]
@@ -522,6 +546,7 @@ pub const WEBHOOK_URL_PATTERN: &str = concat!(
 pub struct RateShipment {
     /// Integer from 1 to 10.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
+    #[cfg_attr(feature = "openapi", schema(example = 9))]
     pub rating: u8,
 }
 
@@ -532,6 +557,7 @@ pub struct ConfirmationCode {
     /// The shipment code.
     pub code: String,
     /// Six digits the courier must enter at delivery.
+    #[cfg_attr(feature = "openapi", schema(example = "482913"))]
     pub confirmation_code: String,
     /// When the confirmation code stops working (72 h).
     #[serde(serialize_with = "timestamp::serialize")]
@@ -622,10 +648,13 @@ pub struct ApiKey {
     /// Identifier, used in `DELETE /api-keys/:id`.
     pub id: i64,
     /// Name given at creation.
+    #[cfg_attr(feature = "openapi", schema(example = "deploy"))]
     pub name: String,
     /// `sk_test_` or `sk_live_`.
+    #[cfg_attr(feature = "openapi", schema(example = "sk_test_"))]
     pub prefix: String,
     /// The key's last four characters, to tell keys apart.
+    #[cfg_attr(feature = "openapi", schema(example = "Ab3Z"))]
     pub last4: String,
     /// When the key was created.
     #[serde(serialize_with = "timestamp::serialize")]
@@ -687,6 +716,10 @@ pub struct Webhook {
     /// Identifier, used in `/webhooks/:id`.
     pub webhook_id: i64,
     /// The HTTPS address deliveries go to.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "https://shop.example.com/hooks/shipments")
+    )]
     pub url: String,
     /// Whether deliveries are sent.
     pub active: bool,
