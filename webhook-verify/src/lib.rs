@@ -6,7 +6,8 @@
 //! whole signing key string (`whsec_...`, prefix included, exactly as the
 //! service showed it). The reference server signs with [`sign`]; receivers
 //! check with [`verify`] or a [`Verifier`]. Both sides share this crate and the
-//! test vectors in `shared/test-vectors/webhook-signatures.json`.
+//! test vectors in `shared/test-vectors/webhook-signatures.json` (copied into
+//! the repository as `test-vectors/webhook-signatures.json`).
 //!
 //! # 1. Verify the raw body, before anything parses it
 //!

@@ -212,12 +212,10 @@ macro_rules! snapshot {
     }};
 }
 
-/// The shared webhook signature vectors: found by walking up from this
-/// crate, so both `shared/` inside the checkout and CI's `X/../shared`
-/// layout work; `SHIPMENT_TEST_VECTORS` overrides. Missing vectors fail the
-/// run, never skip it.
+/// The webhook signature vectors: the repository's copy of
+/// `shared/test-vectors/webhook-signatures.json` (`.ci/run` checks that it
+/// equals the shared original), or the file `SHIPMENT_TEST_VECTORS` names.
 pub fn vectors_path() -> PathBuf {
-    const RELATIVE: &str = "shared/test-vectors/webhook-signatures.json";
     if let Some(set) = std::env::var_os("SHIPMENT_TEST_VECTORS") {
         let set = PathBuf::from(set);
         let file = if set.is_dir() {
@@ -232,17 +230,5 @@ pub fn vectors_path() -> PathBuf {
         );
         return file;
     }
-    let mut tried = Vec::new();
-    for dir in Path::new(env!("CARGO_MANIFEST_DIR")).ancestors() {
-        let candidate = dir.join(RELATIVE);
-        if candidate.is_file() {
-            return candidate;
-        }
-        tried.push(candidate.display().to_string());
-    }
-    panic!(
-        "webhook signature test vectors not found; set SHIPMENT_TEST_VECTORS or put shared/ \
-         beside the checkout. Tried:\n{}",
-        tried.join("\n")
-    );
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/webhook-signatures.json")
 }

@@ -6,16 +6,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
-/// Where the vectors live, relative to the folder that holds `shared/`.
-const RELATIVE: &str = "shared/test-vectors/webhook-signatures.json";
-
-/// The file of shared test vectors: `SHIPMENT_TEST_VECTORS` if set (the file,
-/// or the folder holding it), else the first `shared/test-vectors/...` found
-/// in this crate's folder or any folder above it. Checking every ancestor
-/// covers both layouts: `shared/` inside the checkout, and CI's clone at `X/`
-/// with `shared/` beside it (`X/../shared`, found at `X`'s parent). Panics,
-/// naming every place it looked, when there is none: a missing file must fail
-/// the run, never skip it.
+/// The vectors file: the repository's copy of
+/// `shared/test-vectors/webhook-signatures.json` (`.ci/run` checks that it
+/// equals the shared original), or the file (or folder holding it) that
+/// `SHIPMENT_TEST_VECTORS` names. A missing file fails the run, never skips it.
 pub fn vectors_path() -> PathBuf {
     if let Some(set) = std::env::var_os("SHIPMENT_TEST_VECTORS") {
         let set = PathBuf::from(set);
@@ -31,23 +25,7 @@ pub fn vectors_path() -> PathBuf {
         );
         return file;
     }
-    let mut tried = Vec::new();
-    for dir in Path::new(env!("CARGO_MANIFEST_DIR")).ancestors() {
-        let candidate = dir.join(RELATIVE);
-        if candidate.is_file() {
-            return candidate;
-        }
-        tried.push(candidate);
-    }
-    panic!(
-        "webhook signature test vectors not found; set SHIPMENT_TEST_VECTORS or put shared/ \
-         beside the checkout. Tried:\n{}",
-        tried
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/webhook-signatures.json")
 }
 
 /// The vectors file.
