@@ -7,9 +7,17 @@ id in a generated body is therefore replaced by the fixture's own, the way
 a stateful test would use the ids an earlier response returned. Values the
 document forbids (negative, zero, wrong type) are left alone, so negative
 tests still send them.
+
+Webhook URLs are the other value the document can only describe in prose:
+`format: uri` with `maxLength: 2048` says nothing of RFC 1123's limits on
+host names (labels of at most 63 characters, names of at most 253), which
+the service enforces with 400. A generated `https` URL whose host breaks
+them gets a host that keeps them; everything else about it (port, path,
+query, percent-escapes) is sent as generated.
 """
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 import schemathesis
 
@@ -35,3 +43,25 @@ def _fixture_ids(body):
 def before_call(context, case, kwargs):
     """Every phase (examples, coverage, fuzzing, stateful) passes here."""
     _fixture_ids(case.body)
+    _webhook_urls(case.body)
+
+
+def _host_too_long(host):
+    labels = host.rstrip(".").split(".")
+    return len(host.rstrip(".")) > 253 or any(len(label) > 63 for label in labels)
+
+
+def _webhook_urls(body):
+    if isinstance(body, dict):
+        for name in ("webhook_url", "url"):
+            value = body.get(name)
+            if not isinstance(value, str):
+                continue
+            try:
+                parts = urlsplit(value)
+                host = parts.hostname or ""
+            except ValueError:
+                continue
+            if parts.scheme.lower() == "https" and _host_too_long(host):
+                port = f":{parts.port}" if parts.port is not None else ""
+                body[name] = urlunsplit(parts._replace(netloc=f"hooks.example.com{port}"))

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use rust_decimal::Decimal;
+use shipment_sdk::model::{WebhookUrl, WebhookUrlError};
 
 use crate::output::Format;
 
@@ -194,7 +195,7 @@ pub struct CreateArgs {
     #[arg(long)]
     pub description: Option<String>,
     /// HTTPS address that receives this shipment's changes.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_webhook_url)]
     pub webhook_url: Option<String>,
     /// The whole request as JSON (the API's create body) instead of flags;
     /// `-` reads stdin.
@@ -300,6 +301,7 @@ pub enum WebhooksCommand {
     /// is shown once: store it at once.
     Register {
         /// The receiving address (HTTPS).
+        #[arg(value_parser = parse_webhook_url)]
         url: String,
     },
     /// List the registered webhooks.
@@ -419,6 +421,12 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
         .map_err(|_| "expected RFC 3339 (2026-11-21T09:30:00Z) or a date (2026-11-21)".to_owned())
+}
+
+/// Checks a webhook address as the service will, so a bad one is refused
+/// before anything is sent; gives its normalised form.
+fn parse_webhook_url(s: &str) -> Result<String, WebhookUrlError> {
+    WebhookUrl::parse(s).map(WebhookUrl::into_string)
 }
 
 /// Parses `500ms`, `2s`, `1m`, or a number of seconds.

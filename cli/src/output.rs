@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use clap::ValueEnum;
 use serde::Serialize;
 use shipment_sdk::model::{
-    ApiKey, ConfirmationCode, CourierCompany, Delivery, Shipment, Status, Webhook,
+    ApiKey, ConfirmationCode, CourierCompany, Delivery, Page, Shipment, Status, Webhook,
 };
 
 /// `--output`.
@@ -225,6 +225,18 @@ fn yes_no(b: bool) -> Cell {
     } else {
         Cell::styled("no", DIM)
     }
+}
+
+/// The line under a table page: `page 2 of 5 (93 shipments)`, with the noun
+/// as `(singular, plural)`.
+pub fn page_summary<T>(page: &Page<T>, noun: (&str, &str)) -> String {
+    format!(
+        "page {} of {} ({} {})",
+        page.page,
+        page.total_pages.max(1),
+        page.total,
+        if page.total == 1 { noun.0 } else { noun.1 }
+    )
 }
 
 /// Writes a list: a table, one JSON array, or one object per line.

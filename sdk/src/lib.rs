@@ -95,10 +95,12 @@
 //! # Features
 //!
 //! - `client` (default): the HTTP client, on reqwest with rustls. Without it
-//!   only [`model`] is built, with serde, chrono and rust_decimal behind it.
+//!   only [`model`] is built, with serde, chrono, rust_decimal and url
+//!   behind it.
 #![warn(missing_docs)]
 
 pub mod model;
+mod webhook_url;
 
 #[cfg(feature = "client")]
 mod checks;

@@ -12,6 +12,8 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::webhook_url::{WebhookUrl, WebhookUrlError};
+
 /// The state of a shipment.
 ///
 /// The interface calls the named values "the common values; other values may
@@ -147,6 +149,62 @@ pub mod timestamp {
     }
 }
 
+/// An optional money-or-weight field of a request, read only from a JSON
+/// number (or null): `"weight_kg": "1"` is a wrong type, not a weight, as
+/// the OpenAPI document says. Written like `rust_decimal::serde::float_option`.
+mod number_option {
+    use std::fmt;
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+    use serde::Deserializer;
+    use serde::de::{Error, Unexpected, Visitor};
+
+    pub use rust_decimal::serde::float_option::serialize;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+        d.deserialize_option(NumberVisitor)
+    }
+
+    struct NumberVisitor;
+
+    impl<'de> Visitor<'de> for NumberVisitor {
+        type Value = Option<Decimal>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a number")
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(NumberVisitor)
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(Decimal::from(v)))
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(Decimal::from(v)))
+        }
+
+        fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
+            // Through the shortest text that reads back as `v`, as
+            // rust_decimal does, so `4.5` is exactly 4.5.
+            Decimal::from_str(&v.to_string())
+                .map(Some)
+                .map_err(|_| E::invalid_value(Unexpected::Float(v), &self))
+        }
+    }
+}
+
 /// A shipment, exactly as `GET /shipments/:code` and webhook deliveries carry
 /// it. Every key is always present; timestamps are null until their event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,10 +321,10 @@ pub struct CreateShipment {
     )]
     #[cfg_attr(feature = "openapi", schema(example = "Two boxes of books"))]
     pub description: Option<String>,
-    /// Weight in kilograms, greater than zero.
+    /// Weight in kilograms, greater than zero (a JSON number).
     #[serde(
         default,
-        with = "rust_decimal::serde::float_option",
+        with = "number_option",
         skip_serializing_if = "Option::is_none"
     )]
     #[cfg_attr(feature = "openapi", schema(minimum = 0.001, maximum = 100000))]
@@ -291,7 +349,7 @@ pub struct CreateShipment {
     #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
     #[cfg_attr(feature = "openapi", schema(example = "52.3759,4.8975"))]
     pub end_address: Option<String>,
-    /// Per-shipment HTTPS webhook address.
+    /// Per-shipment HTTPS webhook address (a `WebhookUrl`, kept normalised).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(schema_with = openapi::webhook_url))]
     pub webhook_url: Option<String>,
@@ -446,6 +504,7 @@ impl ListShipments {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     /// The items of this page.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::page_data::<T>))]
     pub data: Vec<T>,
     /// This page's number, from 1.
     pub page: u32,
@@ -462,6 +521,7 @@ pub struct Page<T> {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct List<T> {
     /// Every item.
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::list_data::<T>))]
     pub data: Vec<T>,
 }
 
@@ -519,25 +579,6 @@ pub struct CourierCompany {
     #[serde(serialize_with = "timestamp::serialize")]
     pub linked_at: DateTime<Utc>,
 }
-
-/// The webhook addresses the service accepts (`RegisterWebhook::url`,
-/// `CreateShipment::webhook_url`), as a regular expression: `https://`, a
-/// host name (labels of letters and digits, inner hyphens, the last one
-/// starting with a letter; at most four labels of at most 62 characters,
-/// no `--`) or an IPv4 address, an optional port, and an optional path and
-/// query of URL-safe characters; at most 2,048 bytes. No credentials, no
-/// fragment, no percent-escapes, no IPv6 literal.
-///
-/// The server checks exactly this expression and the OpenAPI document
-/// publishes it, so what a client can validate is what the service takes.
-pub const WEBHOOK_URL_PATTERN: &str = concat!(
-    "^https://",
-    "(([A-Za-z0-9]{1,20}(-[A-Za-z0-9]{1,20}){0,2}\\.){0,3}[A-Za-z][A-Za-z0-9]{0,19}(-[A-Za-z0-9]{1,20}){0,2}",
-    "|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))",
-    "(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}|0))?",
-    "(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?",
-    "(\\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?$",
-);
 
 /// Body of `POST /shipments/:code/rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -744,8 +785,8 @@ pub struct NewWebhook {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RegisterWebhook {
-    /// The HTTPS address to deliver to.
-    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::https_url))]
+    /// The HTTPS address to deliver to (a `WebhookUrl`, kept normalised).
+    #[cfg_attr(feature = "openapi", schema(value_type = WebhookUrl))]
     pub url: String,
 }
 
@@ -820,6 +861,23 @@ mod tests {
     }
 
     #[test]
+    fn a_weight_in_a_request_is_a_json_number_not_a_string() {
+        let read = |body: serde_json::Value| serde_json::from_value::<CreateShipment>(body);
+        let ok = read(serde_json::json!({"courier_company_id": 1, "weight_kg": 4.5})).unwrap();
+        assert_eq!(ok.weight_kg, Some("4.5".parse().unwrap()));
+        let ok = read(serde_json::json!({"courier_company_id": 1, "weight_kg": 2})).unwrap();
+        assert_eq!(ok.weight_kg, Some(Decimal::from(2)));
+        let ok = read(serde_json::json!({"courier_company_id": 1, "weight_kg": null})).unwrap();
+        assert_eq!(ok.weight_kg, None);
+        let err = read(serde_json::json!({"courier_company_id": 1, "weight_kg": "1"})).unwrap_err();
+        assert!(err.to_string().contains("expected a number"), "{err}");
+        // And what the SDK sends reads back the same.
+        let sent = CreateShipment::new(1).weight_kg("0.25".parse().unwrap());
+        let back = read(serde_json::to_value(&sent).unwrap()).unwrap();
+        assert_eq!(back, sent);
+    }
+
+    #[test]
     fn a_shipment_round_trips_without_loss() {
         let value = sample();
         let shipment: Shipment = serde_json::from_value(value.clone()).unwrap();
@@ -888,29 +946,39 @@ mod tests {
 mod openapi {
     use std::borrow::Cow;
 
-    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, SchemaType, Type};
     use utoipa::openapi::{RefOr, Schema};
     use utoipa::{PartialSchema, ToSchema};
 
-    use super::{Secret, Status};
+    use super::{Secret, Status, WebhookUrl};
 
-    /// The webhook address grammar the server enforces.
-    const HTTPS_URL: &str = super::WEBHOOK_URL_PATTERN;
-
-    /// `RegisterWebhook::url`.
-    pub(super) fn https_url() -> impl Into<RefOr<Schema>> {
-        ObjectBuilder::new()
-            .schema_type(SchemaType::Type(Type::String))
-            .max_length(Some(2048))
-            .pattern(Some(HTTPS_URL))
+    /// `CreateShipment::webhook_url`: a [`WebhookUrl`], or null.
+    pub(super) fn webhook_url() -> impl Into<RefOr<Schema>> {
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .description(Some(
+                "Per-shipment HTTPS webhook address (a `WebhookUrl`, kept normalised).",
+            ))
+            .item(ObjectBuilder::new().schema_type(SchemaType::Type(Type::Null)))
+            .item(utoipa::openapi::Ref::from_schema_name(WebhookUrl::name()))
     }
 
-    /// `CreateShipment::webhook_url`: the same, or null.
-    pub(super) fn webhook_url() -> impl Into<RefOr<Schema>> {
-        ObjectBuilder::new()
-            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-            .max_length(Some(2048))
-            .pattern(Some(HTTPS_URL))
+    /// `Page::data`: references to `T`'s component. A derived generic field
+    /// would inline `T`, and generated clients would get a second type for
+    /// the same object.
+    pub(super) fn page_data<T: ToSchema>() -> impl Into<RefOr<Schema>> {
+        refs::<T>("The items of this page.")
+    }
+
+    /// `List::data`: references to `T`'s component (see [`page_data`]).
+    pub(super) fn list_data<T: ToSchema>() -> impl Into<RefOr<Schema>> {
+        refs::<T>("Every item.")
+    }
+
+    fn refs<T: ToSchema>(description: &str) -> utoipa::openapi::schema::Array {
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(utoipa::openapi::Ref::from_schema_name(T::name()))
+            .description(Some(description))
+            .build()
     }
 
     /// Text with something besides white space (as Rust's `trim` sees it)
@@ -963,6 +1031,36 @@ mod openapi {
     impl ToSchema for Status {
         fn name() -> Cow<'static, str> {
             Cow::Borrowed("Status")
+        }
+    }
+
+    impl PartialSchema for WebhookUrl {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::String))
+                .format(Some(SchemaFormat::Custom("uri".to_owned())))
+                .max_length(Some(WebhookUrl::MAX_LEN))
+                .description(Some(
+                    "An HTTPS URL a browser would open. The scheme is `https`, in any case. \
+                     The host is a host name per RFC 1123 (labels of letters, digits and \
+                     inner hyphens, at most 63 characters each and 253 in all), an \
+                     internationalised name (converted to punycode), or an IPv4 or IPv6 \
+                     address; any port; any path and query, percent-encoded or not. \
+                     Refused: credentials (`user:password@`), a fragment (`#...`), white \
+                     space at either end or control characters, more than 2,048 bytes as \
+                     sent or once normalised (a path of just `/` is not counted), and hosts \
+                     that are not on the public internet. The service stores and shows the \
+                     URL normalised (WHATWG URL serialisation: lowercase scheme and host, \
+                     punycode, default port dropped, `/` for an empty path).",
+                ))
+                .examples(["https://shop.example.com/hooks/shipments"])
+                .into()
+        }
+    }
+
+    impl ToSchema for WebhookUrl {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("WebhookUrl")
         }
     }
 

@@ -134,7 +134,8 @@ impl AdminCommand {
                         "--password must be at least 8 characters".into(),
                     ));
                 }
-                if !email.contains('@') {
+                let email = crate::domain::email::normalize(&email);
+                if !email.contains('@') || email.contains('\0') {
                     return Err(AdminError::Invalid(
                         "--email must be an e-mail address".into(),
                     ));

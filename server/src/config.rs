@@ -87,6 +87,45 @@ impl Default for WebhookArgs {
     }
 }
 
+/// How long connections may stay open, and how many (see [`crate::serve`]).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ConnectionArgs {
+    /// Longest a client may take to send a request's headers, in seconds,
+    /// counted from when the server starts waiting for them; then the
+    /// connection is closed.
+    #[arg(long, env = "SHIPMENT_HEADER_READ_TIMEOUT_SECS", default_value_t = 30)]
+    pub header_read_timeout_secs: u64,
+    /// Longest a kept-alive connection may sit idle between requests, in
+    /// seconds; then it is closed.
+    #[arg(long, env = "SHIPMENT_IDLE_TIMEOUT_SECS", default_value_t = 60)]
+    pub idle_timeout_secs: u64,
+    /// Most connections open at once on each listener; further ones wait
+    /// in the operating system's queue until one closes.
+    #[arg(long, env = "SHIPMENT_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionArgs {
+    fn default() -> Self {
+        ConnectionArgs {
+            header_read_timeout_secs: 30,
+            idle_timeout_secs: 60,
+            max_connections: 10_000,
+        }
+    }
+}
+
+impl ConnectionArgs {
+    /// The limits these arguments ask for (each at least 1).
+    pub fn limits(&self) -> crate::serve::ConnectionLimits {
+        crate::serve::ConnectionLimits {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
+            max_connections: self.max_connections.max(1),
+        }
+    }
+}
+
 /// The key that seals webhook signing keys at rest.
 #[derive(Debug, Clone, Args)]
 pub struct DataKeyArgs {
@@ -113,7 +152,10 @@ impl DataKeyArgs {
         }
         let path = &self.data_key_file;
         match std::fs::read_to_string(path) {
-            Ok(text) => DataKey::from_hex(&text).with_context(|| format!("{}", path.display())),
+            Ok(text) => {
+                refuse_if_shared(path)?;
+                DataKey::from_hex(&text).with_context(|| format!("{}", path.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = DataKey::generate();
                 write_private(path, &key.to_hex())
@@ -124,6 +166,28 @@ impl DataKeyArgs {
             Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
         }
     }
+}
+
+/// Refuses a key file that group or others may read, as ssh refuses such
+/// a private key: whoever reads it can open every signing key the database
+/// holds.
+fn refuse_if_shared(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            anyhow::bail!(
+                "the data key file {} can be read by others (mode {mode:03o}); it must be \
+                 private to this user: run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
@@ -150,6 +214,9 @@ pub struct Config {
     /// Longest a request may take, in seconds, before it is answered 503.
     #[arg(long, env = "SHIPMENT_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub connections: ConnectionArgs,
     /// Serve `/metrics` on this address instead of the main one.
     #[arg(long, env = "SHIPMENT_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -185,6 +252,7 @@ impl Config {
                 environment: Environment::Staging,
             },
             request_timeout_secs: 30,
+            connections: ConnectionArgs::default(),
             metrics_addr: None,
             webhooks: WebhookArgs {
                 allow_private_webhook_targets: true,
@@ -222,5 +290,41 @@ impl Config {
             lease: Duration::from_secs(w.outbox_lease_secs.max(w.webhook_timeout_secs * 2).max(1)),
             ..DispatchSettings::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_file_args(path: &std::path::Path) -> DataKeyArgs {
+        DataKeyArgs {
+            data_key: None,
+            data_key_file: path.to_owned(),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_data_key_file_others_can_read_is_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.key");
+        // Made by the server: private, and read back.
+        let made = key_file_args(&path).load().unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(key_file_args(&path).load().unwrap().to_hex(), made.to_hex());
+        for shared in [0o640, 0o604, 0o644] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(shared)).unwrap();
+            let err = key_file_args(&path).load().unwrap_err().to_string();
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            assert!(err.contains("chmod 600"), "{err}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(
+            key_file_args(&path).load().is_ok(),
+            "owner-only read is fine"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub mod dashboard;
 pub mod domain;
 pub mod http;
 pub mod metrics;
+pub mod serve;
 pub mod simulate;
 pub mod store;
 pub mod webhooks;
@@ -33,6 +34,7 @@ pub struct Application {
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
     dashboard: Option<(TcpListener, axum::Router)>,
+    limits: serve::ConnectionLimits,
 }
 
 impl Application {
@@ -76,6 +78,7 @@ impl Application {
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
             metrics_listener,
             dashboard,
+            limits: config.connections.limits(),
         })
     }
 
@@ -124,17 +127,15 @@ impl Application {
             let app = axum::Router::new()
                 .route("/metrics", axum::routing::get(metrics::render))
                 .with_state(self.store.clone());
-            serve_until_stopped(listener, app, stopped.clone(), "metrics");
+            serve_until_stopped(listener, app, self.limits, stopped.clone(), "metrics");
         }
         let dashboard = self.dashboard.map(|(listener, app)| {
-            serve_until_stopped(listener, app, stopped.clone(), "dashboard")
+            serve_until_stopped(listener, app, self.limits, stopped.clone(), "dashboard")
         });
         let dispatching = self
             .deliver_webhooks
             .then(|| tokio::spawn(self.dispatcher.run(stopped)));
-        let served = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = serve::serve(self.listener, self.router, self.limits, shutdown).await;
         let _ = stop.send(true);
         // The dashboard finishes its in-flight requests before the
         // database closes.
@@ -156,6 +157,7 @@ impl Application {
 fn serve_until_stopped(
     listener: TcpListener,
     app: axum::Router,
+    limits: serve::ConnectionLimits,
     mut stopped: tokio::sync::watch::Receiver<bool>,
     what: &'static str,
 ) -> tokio::task::JoinHandle<()> {
@@ -163,10 +165,7 @@ fn serve_until_stopped(
         let until = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(until)
-            .await
-        {
+        if let Err(e) = serve::serve(listener, app, limits, until).await {
             tracing::error!(error = %e, listener = what, "a listener failed");
         }
     })

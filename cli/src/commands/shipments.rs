@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use shipment_sdk::Client;
-use shipment_sdk::model::{CreateShipment, ListShipments, Shipment, Status};
+use shipment_sdk::model::{CreateShipment, ListShipments, Shipment, Status, WebhookUrl};
 
 use crate::cli::{CreateArgs, ListArgs, ShipmentsCommand, WatchArgs};
 use crate::error::{Failure, Surface};
@@ -102,17 +102,7 @@ async fn list(
     let page = client.shipments().list(&query).await.map_err(fail)?;
     output::list(out, format, &page.data)?;
     if format == Format::Table {
-        let mut summary = format!(
-            "page {} of {} ({} {})",
-            page.page,
-            page.total_pages.max(1),
-            page.total,
-            if page.total == 1 {
-                "shipment"
-            } else {
-                "shipments"
-            }
-        );
+        let mut summary = output::page_summary(&page, ("shipment", "shipments"));
         if u64::from(page.page) < page.total_pages {
             summary.push_str(&format!("; next: --page {}, or --all", page.page + 1));
         }
@@ -251,12 +241,23 @@ fn create_request(args: &CreateArgs) -> Result<CreateShipment, Failure> {
             std::fs::read(path)
                 .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?
         };
-        return serde_json::from_slice(&text).map_err(|e| {
+        let request: CreateShipment = serde_json::from_slice(&text).map_err(|e| {
             Failure::usage(format!(
                 "{} is not a shipment create request: {e}",
                 path.display()
             ))
-        });
+        })?;
+        // Refused here rather than by the service: the same rules, no round
+        // trip.
+        if let Some(u) = &request.webhook_url {
+            WebhookUrl::parse(u).map_err(|e| {
+                Failure::usage(format!(
+                    "{}: `webhook_url` cannot be used: {e}",
+                    path.display()
+                ))
+            })?;
+        }
+        return Ok(request);
     }
     let courier = args
         .courier

@@ -100,16 +100,9 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
             let deliveries = webhooks.deliveries(id, page).await.map_err(fail)?;
             output::list(out, format, &deliveries.data)?;
             if format == Format::Table {
-                note(format!(
-                    "page {} of {} ({} {})",
-                    deliveries.page,
-                    deliveries.total_pages.max(1),
-                    deliveries.total,
-                    if deliveries.total == 1 {
-                        "delivery"
-                    } else {
-                        "deliveries"
-                    }
+                note(output::page_summary(
+                    &deliveries,
+                    ("delivery", "deliveries"),
                 ));
             }
         }

@@ -336,3 +336,40 @@ fn colour_only_when_asked_or_on_a_terminal() {
     let errors = shipctl.run(&["--color", "never", "shipments", "get", "nope"]);
     assert!(!errors.stderr.contains('\x1b'), "{errors}");
 }
+
+#[test]
+fn bad_webhook_urls_are_refused_before_anything_is_sent() {
+    // No base URL, key or session: had it tried to send, the error would
+    // be another one.
+    let shipctl = Shipctl::new();
+    let run = shipctl
+        .run(&["webhooks", "register", "http://shop.example.com/hooks"])
+        .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("the scheme is `http`; webhooks are delivered over `https` only"),
+        "{run}"
+    );
+    let run = shipctl
+        .run(&[
+            "shipments",
+            "create",
+            "--courier",
+            "1",
+            "--webhook-url",
+            "https://shop.example.com/hooks#top",
+        ])
+        .expect_code(2);
+    assert!(run.stderr.contains("fragment"), "{run}");
+    // A request file is read before sending; nothing listens on port 9.
+    let run = shipctl
+        .clone()
+        .env("SHIPCTL_BASE_URL", "http://127.0.0.1:9/api/v1")
+        .env("SHIPCTL_API_KEY", "sk_test_0123456789abcdefghijABCDEFGHIJ")
+        .run_with_stdin(
+            &["shipments", "create", "--file", "-"],
+            br#"{"courier_company_id": 1, "webhook_url": "https://u:pw@shop.example.com/"}"#,
+        )
+        .expect_code(2);
+    assert!(run.stderr.contains("credentials"), "{run}");
+}

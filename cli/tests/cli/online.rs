@@ -540,10 +540,11 @@ async fn webhooks_are_registered_paused_and_deleted(server: &TestServer) {
         .await
         .expect_code(5);
     snapshot!("webhooks_register_twice", run);
+    // Refused before sending: a usage error.
     shipctl
         .run_async(&["webhooks", "register", "http://127.0.0.1:9/plain"])
         .await
-        .expect_code(1);
+        .expect_code(2);
 
     let listed = shipctl
         .run_async(&["webhooks", "list", "-o", "json"])

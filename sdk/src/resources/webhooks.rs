@@ -39,7 +39,9 @@ impl<'a> Webhooks<'a> {
 
     /// Registers an HTTPS address for every shipment change
     /// (`POST /webhooks`). The answer holds the signing key, which is never
-    /// shown again. Not HTTPS: 400; already registered: 409
+    /// shown again. Not a [`WebhookUrl`](crate::model::WebhookUrl) (check
+    /// with `WebhookUrl::parse` first to get the reason without a round
+    /// trip), or a host that is not public: 400; already registered: 409
     /// `webhook_url_taken`.
     ///
     /// ```no_run

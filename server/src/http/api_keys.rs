@@ -1,7 +1,6 @@
 //! The dashboard's API key management (Bearer): list, create, delete, and
 //! verify a pasted key.
 
-use super::openapi::Problems;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
@@ -12,6 +11,7 @@ use shipment_sdk::model::{
 
 use super::auth::Session;
 use super::extract::{ApiJson, MaybeJson};
+use super::openapi::{IdParam, Problems};
 use super::{ApiError, AppState};
 use crate::domain::keys::{self, KeyKind};
 use crate::store::dashboard::ApiKeyInfo;
@@ -64,7 +64,10 @@ async fn list_keys(
     tag = "dashboard",
     summary = "Create an API key (the only time it is shown)",
     security(("bearer" = [])),
-    request_body = Option<CreateApiKey>,
+    request_body(
+        content = Option<CreateApiKey>,
+        description = "Optional: without it (or without `name`) the server names the key"
+    ),
     responses(
         (status = 201, description = "Created", body = NewApiKey),
         Problems
@@ -127,9 +130,7 @@ pub(crate) async fn create_named_key(
     tag = "dashboard",
     summary = "Delete an API key: it fails with 401 at once",
     security(("bearer" = [])),
-    params(
-        ("id" = i64, Path, description = "Its id", minimum = 1)
-    ),
+    params(IdParam),
     responses(
         (status = 204, description = "Deleted"),
         Problems

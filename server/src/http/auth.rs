@@ -1,7 +1,6 @@
 //! Dashboard sign-in (`/auth/login`, `/auth/logout`) and the [`Session`]
 //! extractor that guards every Bearer route.
 
-use super::openapi::Problems;
 use std::sync::OnceLock;
 
 use argon2::{Argon2, PasswordHash, PasswordVerifier};
@@ -14,15 +13,17 @@ use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{Login, Secret, Session as SessionModel};
 
 use super::extract::{API_KEY_HEADER, ApiJson};
+use super::openapi::Problems;
 use super::{ApiError, AppState};
-use crate::domain::keys;
+use crate::domain::{email, keys};
 use crate::store::now;
 
 /// How long a session token works.
 pub const SESSION_TTL: Duration = Duration::hours(12);
-/// Failed sign-ins for one e-mail tolerated within [`LOGIN_WINDOW`].
+/// Sign-in attempts for one e-mail that may fail within [`LOGIN_WINDOW`];
+/// the next one is 429 until the window ends.
 pub const MAX_LOGIN_FAILURES: i64 = 5;
-/// The window over which failed sign-ins are counted.
+/// The window over which sign-in attempts are counted, from the first.
 pub const LOGIN_WINDOW: Duration = Duration::minutes(15);
 /// Longest e-mail or password looked at (argon2 of a huge password is a DoS).
 pub const MAX_CREDENTIAL_LEN: usize = 256;
@@ -38,6 +39,7 @@ pub(super) fn router() -> axum::Router<AppState> {
     path = "/auth/login",
     tag = "dashboard",
     summary = "Sign in: a Bearer token for 12 h",
+    security(),
     request_body = Login,
     responses(
         (status = 200, description = "Signed in", body = SessionModel),
@@ -69,8 +71,8 @@ pub(crate) async fn sign_in(
     email: &str,
     password: &str,
 ) -> Result<(keys::Secret, DateTime<Utc>), ApiError> {
-    let email = email.trim().to_ascii_lowercase();
-    // NUL: PostgreSQL text cannot hold it (failures are counted by e-mail).
+    let email = email::normalize(email);
+    // NUL: PostgreSQL text cannot hold it (attempts are counted by e-mail).
     if email.is_empty() || email.chars().count() > MAX_CREDENTIAL_LEN || email.contains('\0') {
         return Err(ApiError::invalid_field(
             "email",
@@ -84,12 +86,15 @@ pub(crate) async fn sign_in(
         ));
     }
     let at = now();
-    let (failures, oldest) = state
+    // The attempt is counted before the password is looked at, in one
+    // atomic step: of any burst, only the first MAX_LOGIN_FAILURES reach
+    // argon2, and the rest wait for the window to end.
+    let (attempts, window_start) = state
         .store
-        .login_failures(&email, at - LOGIN_WINDOW)
+        .reserve_login_attempt(&email, at, LOGIN_WINDOW)
         .await?;
-    if failures >= MAX_LOGIN_FAILURES {
-        let until = oldest.unwrap_or(at) + LOGIN_WINDOW;
+    if attempts > MAX_LOGIN_FAILURES {
+        let until = window_start + LOGIN_WINDOW;
         let secs = u64::try_from((until - at).num_seconds() + 1).unwrap_or(1);
         return Err(ApiError::rate_limited(
             format!(
@@ -108,19 +113,17 @@ pub(crate) async fn sign_in(
     let matches = check_password(state, hash, password.to_owned()).await?;
     match account {
         Some(account) if matches => {
-            state.store.clear_login_failures(&email).await?;
+            state
+                .store
+                .clear_login_attempts(&email, at - LOGIN_WINDOW)
+                .await?;
             Ok(state
                 .store
                 .create_session(account.merchant_id, SESSION_TTL)
                 .await?)
         }
-        _ => {
-            state
-                .store
-                .record_login_failure(&email, at - LOGIN_WINDOW)
-                .await?;
-            Err(ApiError::unauthenticated("wrong e-mail or password"))
-        }
+        // The reserved attempt stays counted as a failure.
+        _ => Err(ApiError::unauthenticated("wrong e-mail or password")),
     }
 }
 
@@ -204,15 +207,9 @@ where
             };
             return Err(ApiError::unauthenticated(detail));
         };
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthenticated("the Authorization header must be `Bearer <token>`")
-            })?;
+        let token = value.to_str().ok().and_then(bearer_token).ok_or_else(|| {
+            ApiError::unauthenticated("the Authorization header must be `Bearer <token>`")
+        })?;
         if keys::shape(token).is_some() {
             return Err(ApiError::unauthenticated(
                 "this dashboard route takes a session token, not an API key",
@@ -222,6 +219,14 @@ where
             ApiError::unauthenticated("the session has expired or was signed out; sign in again")
         })
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value. The scheme is
+/// case-insensitive (RFC 9110 §11.1), so `bearer` and `BEARER` work too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The live session a token opens, if any: the one lookup behind the
@@ -238,4 +243,19 @@ pub(crate) async fn session_for_token(
             id: session.id,
             merchant_id: session.merchant_id,
         }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for value in ["Bearer abc", "bearer abc", "BEARER abc", "  Bearer   abc "] {
+            assert_eq!(bearer_token(value), Some("abc"), "{value:?}");
+        }
+        for value in ["Basic abc", "Bearer", "Bearer ", "Bearerabc", "abc"] {
+            assert_eq!(bearer_token(value), None, "{value:?}");
+        }
+    }
 }

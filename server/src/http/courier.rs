@@ -2,7 +2,6 @@
 //! shipments through the lifecycle with their own `ck_` keys, so every state
 //! is reachable over HTTP.
 
-use super::openapi::Problems;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -11,6 +10,7 @@ use serde::Deserialize;
 use shipment_sdk::model::{List, Page, Shipment};
 
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
+use super::openapi::{CodeParam, ListParams, Problems};
 use super::shipments::{changed, list_page};
 use super::{ApiError, AppState};
 use crate::domain::lifecycle::Operation;
@@ -64,15 +64,7 @@ fn text(field: &str, value: &str) -> Result<String, ApiError> {
     tag = "courier",
     summary = "List the courier company's shipments",
     security(("api_key" = [])),
-    params(
-        ("page" = Option<u32>, Query, description = "Page, from 1", minimum = 1, maximum = 1000000),
-        ("page_size" = Option<u32>, Query, description = "Items per page (default 20)", minimum = 1, maximum = 100),
-        ("status" = Option<shipment_sdk::model::Status>, Query, description = "Only this status"),
-        ("courier_company_id" = Option<i64>, Query, description = "Only this courier company", minimum = 1),
-        ("created_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created at or after"),
-        ("created_before" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created before"),
-        ("updated_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: changed at or after")
-    ),
+    params(ListParams),
     responses(
         (status = 200, description = "One page", body = Page<Shipment>),
         Problems
@@ -157,9 +149,7 @@ struct AssignDriver {
     tag = "courier",
     summary = "Assign (or reassign) a driver",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     request_body = AssignDriver,
     responses(
         (status = 200, description = "Assigned", body = Shipment),
@@ -214,9 +204,7 @@ async fn simple(
     tag = "courier",
     summary = "Take the driver off",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 200, description = "Unassigned", body = Shipment),
         Problems
@@ -236,9 +224,7 @@ async fn unassign_driver(
     tag = "courier",
     summary = "Pick up: in transit",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 200, description = "In transit", body = Shipment),
         Problems
@@ -258,9 +244,7 @@ async fn pickup_shipment(
     tag = "courier",
     summary = "Return to the merchant",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 200, description = "Returned", body = Shipment),
         Problems
@@ -292,9 +276,7 @@ struct FailShipment {
     tag = "courier",
     summary = "Record a failed delivery attempt",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     request_body = FailShipment,
     responses(
         (status = 200, description = "Failed", body = Shipment),
@@ -333,10 +315,11 @@ struct DeliverShipment {
     tag = "courier",
     summary = "Deliver (with the confirmation code if one was generated)",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
+    params(CodeParam),
+    request_body(
+        content = Option<DeliverShipment>,
+        description = "Optional: needed only to send the confirmation code, when the merchant generated one"
     ),
-    request_body = Option<DeliverShipment>,
     responses(
         (status = 200, description = "Delivered", body = Shipment),
         Problems

@@ -1,12 +1,12 @@
 //! `GET /merchant-couriers`: the courier companies linked to the merchant.
 
-use super::openapi::Problems;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use shipment_sdk::model::{CourierCompany, List};
 
 use super::extract::Merchant;
+use super::openapi::Problems;
 use super::{ApiError, AppState};
 
 pub(super) fn router() -> Router<AppState> {

@@ -60,8 +60,8 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first (without building anything), so a malformed document is
     // always `invalid_json`, whatever the typed pass would trip on first.
-    let mut document = match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(document) => document,
+    let mut document = match serde_json::from_slice::<UniqueKeys>(bytes) {
+        Ok(UniqueKeys(document)) => document,
         Err(e) => {
             return Err(ApiError::invalid_json(format!(
                 "request body is not valid JSON: {e}"
@@ -129,6 +129,78 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     ))
 }
 
+/// A JSON document in which no object names a key twice. RFC 8259 leaves
+/// duplicates to the reader, and readers differ (a proxy may see the first,
+/// serde the last), so a body with one is refused rather than guessed at.
+struct UniqueKeys(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if fields.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{}` appears twice in one object",
+                    key.chars().take(64).collect::<String>()
+                )));
+            }
+            let UniqueKeys(value) = map.next_value()?;
+            fields.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(fields))
+    }
+}
+
 /// JSON does not tell `8` from `8.0` (JSON Schema calls both integers),
 /// but serde's integer fields refuse a float: numbers with no fraction are
 /// made integers first, so `{"rating": 8.0}` means 8.
@@ -168,17 +240,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let json = is_json(req.headers());
         let bytes = body_bytes(req, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Only a truly empty body is "no body": white space alone is a JSON
+        // text with nothing in it, which is malformed, not absent.
+        if bytes.is_empty() {
             return Ok(MaybeJson(None));
         }
         if !json {
             return Err(ApiError::invalid_json(
                 "a request body must be JSON with Content-Type: application/json",
             ));
-        }
-        // An optional body may also be sent as JSON `null`.
-        if bytes.trim_ascii() == b"null" {
-            return Ok(MaybeJson(None));
         }
         parse_json(&bytes).map(|v| MaybeJson(Some(v)))
     }
@@ -340,6 +410,29 @@ mod tests {
                 StatusCode::BAD_REQUEST,
                 "invalid_field",
                 Some("courier_company_id".into())
+            )
+        );
+        // A key named twice, at the top or deeper down.
+        let twice =
+            parse_json::<CreateShipment>(br#"{"courier_company_id": 2, "courier_company_id": 1}"#)
+                .unwrap_err();
+        assert_eq!(twice.code(), "invalid_json");
+        assert!(
+            twice.detail().contains("`courier_company_id`"),
+            "{}",
+            twice.detail()
+        );
+        assert_eq!(
+            problem(r#"{"courier_company_id":1,"items":[{"a":1,"a":2}]}"#),
+            (StatusCode::BAD_REQUEST, "invalid_json", None)
+        );
+        // A number written as text is a wrong type.
+        assert_eq!(
+            problem(r#"{"courier_company_id":1,"weight_kg":"1"}"#),
+            (
+                StatusCode::BAD_REQUEST,
+                "invalid_field",
+                Some("weight_kg".into())
             )
         );
         assert_eq!(

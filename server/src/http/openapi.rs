@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::response::IntoResponse;
 use shipment_sdk::model::Problem;
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::schema::{ObjectBuilder, OneOf, Schema, SchemaType, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder, response::Response};
-use utoipa::{IntoResponses, Modify, OpenApi, PartialSchema};
+use utoipa::openapi::{ContentBuilder, RefOr, Required, ResponseBuilder, response::Response};
+use utoipa::{IntoResponses, Modify, OpenApi, PartialSchema, ToSchema};
 
 /// The error codes of the problem body, documented with it.
 const PROBLEM_CODES: &str = "RFC 9457 problem details. `code` is one of: \
@@ -72,6 +74,85 @@ impl IntoResponses for Problems {
     }
 }
 
+/// The query of the shipment lists, merchant and courier side (parsed by
+/// `domain::list_query::ListQuery`; this type only describes it).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[expect(dead_code, reason = "described in the document, never built")]
+pub struct ListParams {
+    /// Page, from 1
+    #[param(minimum = 1, maximum = 1000000)]
+    page: Option<u32>,
+    /// Items per page (default 20)
+    #[param(minimum = 1, maximum = 100)]
+    page_size: Option<u32>,
+    /// Only this status
+    status: Option<shipment_sdk::model::Status>,
+    /// Only this courier company
+    #[param(minimum = 1)]
+    courier_company_id: Option<i64>,
+    /// RFC 3339 instant or YYYY-MM-DD: created at or after
+    #[param(format = DateTime)]
+    created_after: Option<String>,
+    /// RFC 3339 instant or YYYY-MM-DD: created before
+    #[param(format = DateTime)]
+    created_before: Option<String>,
+    /// RFC 3339 instant or YYYY-MM-DD: changed at or after
+    #[param(format = DateTime)]
+    updated_after: Option<String>,
+}
+
+/// The query of a paged log (`domain::list_query::parse_page`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[expect(dead_code, reason = "described in the document, never built")]
+pub struct PageParams {
+    /// Page, from 1
+    #[param(minimum = 1, maximum = 1000000)]
+    page: Option<u32>,
+    /// Items per page (default 20)
+    #[param(minimum = 1, maximum = 100)]
+    page_size: Option<u32>,
+}
+
+/// The `{code}` of a shipment's path (`extract::CodePath`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[expect(dead_code, reason = "described in the document, never built")]
+pub struct CodeParam {
+    /// Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U
+    #[param(
+        pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$",
+        example = "SHP-7K3M-Q9ZX"
+    )]
+    code: String,
+}
+
+/// The `{id}` of an API key's or a webhook's path.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[expect(dead_code, reason = "described in the document, never built")]
+pub struct IdParam {
+    /// Its id
+    #[param(minimum = 1)]
+    id: i64,
+}
+
+/// The `Idempotent-Replayed` response header of a replayed create: the
+/// server sends it only on a replay, always as `true`.
+pub struct IdempotentReplayed;
+
+impl PartialSchema for IdempotentReplayed {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .enum_values(Some(["true"]))
+            .into()
+    }
+}
+
+impl ToSchema for IdempotentReplayed {}
+
 /// Adds the two security schemes and the problem schema's description.
 struct Additions;
 
@@ -100,6 +181,69 @@ impl Modify for Additions {
             object.description = Some(PROBLEM_CODES.to_owned());
         }
         components.schemas.insert("Problem".to_owned(), problem);
+    }
+}
+
+/// Writes an optional request body (`request_body = Option<T>`) as plain `T`
+/// with `required: false`. utoipa gives it `oneOf: [T, null]`, a body that is
+/// always there and may be JSON `null`, with which generated clients
+/// (openapi-python-client) crash when called without a body.
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let Some(RefOr::T(body)) = &mut operation.request_body else {
+                    continue;
+                };
+                let mut optional = false;
+                for content in body.content.values_mut() {
+                    if let RefOr::T(content) = content
+                        && let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema
+                        && let Some(schema) = without_null(one_of)
+                    {
+                        content.schema = Some(schema);
+                        optional = true;
+                    }
+                }
+                if optional {
+                    body.required = Some(Required::False);
+                }
+            }
+        }
+    }
+}
+
+/// Every operation of a path.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+        &mut item.query,
+    ]
+    .into_iter()
+    .flatten()
+    .chain(item.additional_operations.values_mut())
+}
+
+/// `T` of a `oneOf: [T, null]` (in either order).
+fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
+    let is_null = |schema: &RefOr<Schema>| {
+        matches!(schema, RefOr::T(Schema::Object(object))
+            if object.schema_type == SchemaType::Type(Type::Null))
+    };
+    match one_of.items.as_slice() {
+        [schema, null] | [null, schema] if is_null(null) && !is_null(schema) => {
+            Some(schema.clone())
+        }
+        _ => None,
     }
 }
 
@@ -144,7 +288,7 @@ impl Modify for Additions {
         super::webhooks::deliveries,
         super::webhooks::rotate_shipment_signing_key,
     ),
-    modifiers(&Additions),
+    modifiers(&Additions, &OptionalBodies),
     tags(
         (name = "shipments", description = "The merchant's shipments (X-API-KEY)"),
         (name = "courier", description = "The courier side (reference server only; courier keys)"),

@@ -1,6 +1,5 @@
 //! The merchant's shipment endpoints (API key).
 
-use super::openapi::Problems;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,13 +11,14 @@ use sha2::{Digest, Sha256};
 use shipment_sdk::model::{ConfirmationCode, CreateShipment, Page, RateShipment, Shipment};
 
 use super::extract::{ApiJson, CodePath, Merchant};
+use super::openapi::{CodeParam, IdempotentReplayed, ListParams, Problems};
 use super::{ApiError, AppState};
 use crate::domain::Refusal;
 use crate::domain::fee::{self, total_fee};
 use crate::domain::keys;
 use crate::domain::lifecycle::Operation;
 use crate::domain::list_query::ListQuery;
-use crate::domain::validation::NewShipment;
+use crate::domain::validation::{NewShipment, webhook_url};
 use crate::store::now;
 use crate::store::shipments::{Actor, Change, Created};
 
@@ -67,12 +67,18 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     summary = "Create a shipment",
     security(("api_key" = [])),
     params(
-        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters; the same key and body within 24 h give the first shipment back", pattern = "^[!-~]{1,255}$")
+        ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[!-~]{1,255}$", description = "1 to 255 visible ASCII characters; the same key and body within 24 h give the first shipment back")
     ),
     request_body = CreateShipment,
     responses(
-        (status = 201, description = "Created", body = Shipment),
-        (status = 200, description = "The shipment an earlier request with this Idempotency-Key created", body = Shipment),
+        (
+            status = 201,
+            description = "Created; or, when the Idempotency-Key was sent before with the same body within 24 h, the shipment that request created (nothing new is created, and `Idempotent-Replayed: true` says so)",
+            body = Shipment,
+            headers(
+                ("Idempotent-Replayed" = inline(IdempotentReplayed), description = "`true` when this answers an earlier request with the same Idempotency-Key and body; absent when the shipment was created now")
+            )
+        ),
         Problems
     )
 )]
@@ -90,7 +96,9 @@ async fn create_shipment(
     ));
     let new = NewShipment::parse(request)?;
     if let Some(url) = &new.webhook_url {
-        super::webhooks::check_target(&state, "webhook_url", url).await?;
+        // Normalised by `NewShipment::parse`, so this parses to itself.
+        let url = webhook_url("webhook_url", url)?;
+        super::webhooks::check_target(&state, "webhook_url", &url).await?;
         if state
             .store
             .shipment_signing_key(merchant.id)
@@ -159,15 +167,7 @@ async fn create_shipment(
     tag = "shipments",
     summary = "List shipments, newest first",
     security(("api_key" = [])),
-    params(
-        ("page" = Option<u32>, Query, description = "Page, from 1", minimum = 1, maximum = 1000000),
-        ("page_size" = Option<u32>, Query, description = "Items per page (default 20)", minimum = 1, maximum = 100),
-        ("status" = Option<shipment_sdk::model::Status>, Query, description = "Only this status"),
-        ("courier_company_id" = Option<i64>, Query, description = "Only this courier company", minimum = 1),
-        ("created_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created at or after"),
-        ("created_before" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: created before"),
-        ("updated_after" = Option<String>, Query, format = DateTime, description = "RFC 3339 instant or YYYY-MM-DD: changed at or after")
-    ),
+    params(ListParams),
     responses(
         (status = 200, description = "One page", body = Page<Shipment>),
         Problems
@@ -206,9 +206,7 @@ pub(crate) async fn list_page(
     tag = "shipments",
     summary = "Get a shipment",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 200, description = "The shipment", body = Shipment),
         Problems
@@ -261,9 +259,7 @@ pub(super) fn changed(code: &str, change: Change) -> Result<Json<Shipment>, ApiE
     tag = "shipments",
     summary = "Cancel a shipment before pickup",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 200, description = "Cancelled", body = Shipment),
         Problems
@@ -289,9 +285,7 @@ async fn cancel_shipment(
     tag = "shipments",
     summary = "Rate a delivered shipment, once",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     request_body = RateShipment,
     responses(
         (status = 200, description = "Rated", body = Shipment),
@@ -331,9 +325,7 @@ async fn rate_shipment(
     tag = "shipments",
     summary = "Generate the delivery confirmation code",
     security(("api_key" = [])),
-    params(
-        ("code" = String, Path, description = "Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U", pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$", example = "SHP-7K3M-Q9ZX")
-    ),
+    params(CodeParam),
     responses(
         (status = 201, description = "A new code; it replaces any earlier one and lasts 72 h", body = ConfirmationCode),
         Problems

@@ -63,7 +63,8 @@ impl CourierRow {
 }
 
 impl Store {
-    /// Adds a merchant; `Conflict` if the e-mail is taken.
+    /// Adds a merchant, its e-mail normalised ([`crate::domain::email`]);
+    /// `Conflict` if the e-mail is taken.
     pub async fn create_merchant(
         &self,
         name: &str,
@@ -74,7 +75,7 @@ impl Store {
                    VALUES ($1, $2, $3, $4) RETURNING id";
         on_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(name)
-            .bind(email.to_lowercase())
+            .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
             .bind(now())
             .fetch_one(pool)

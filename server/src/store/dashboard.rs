@@ -1,4 +1,4 @@
-//! What the dashboard endpoints keep: sessions, failed sign-ins, API keys,
+//! What the dashboard endpoints keep: sessions, sign-in attempts, API keys,
 //! webhooks, signing keys and the delivery log.
 
 use chrono::{DateTime, Duration, Utc};
@@ -75,50 +75,46 @@ impl Store {
             .await)?)
     }
 
-    /// Failed sign-ins for `email` since `since`, and the oldest of them.
-    pub async fn login_failures(
+    /// Reserves one sign-in attempt for `email` before its password is
+    /// checked, and returns how many attempts its current window holds
+    /// (this one included) and when that window began. A window older than
+    /// `window` starts afresh.
+    ///
+    /// One upsert, so the count and the reservation are atomic: concurrent
+    /// attempts, in one process or many sharing PostgreSQL, each see a
+    /// distinct count, and only the first few may go on to the password.
+    pub async fn reserve_login_attempt(
         &self,
         email: &str,
-        since: DateTime<Utc>,
-    ) -> Result<(i64, Option<DateTime<Utc>>), StoreError> {
-        let sql = "SELECT COUNT(*), MIN(failed_at) FROM login_failures \
-                   WHERE email = $1 AND failed_at > $2";
+        at: DateTime<Utc>,
+        window: Duration,
+    ) -> Result<(i64, DateTime<Utc>), StoreError> {
+        let sql = "INSERT INTO login_attempts (email, window_start, attempts) VALUES ($1, $2, 1) \
+                   ON CONFLICT (email) DO UPDATE SET \
+                   attempts = CASE WHEN login_attempts.window_start <= $3 THEN 1 \
+                                   ELSE login_attempts.attempts + 1 END, \
+                   window_start = CASE WHEN login_attempts.window_start <= $3 THEN $2 \
+                                       ELSE login_attempts.window_start END \
+                   RETURNING attempts, window_start";
         Ok(on_pool!(self, |pool| sqlx::query_as(sql)
             .bind(email)
-            .bind(since)
+            .bind(at)
+            .bind(at - window)
             .fetch_one(pool)
             .await)?)
     }
 
-    /// Records a failed sign-in, and forgets ones older than `forget_before`
-    /// (they no longer count, so the table stays small).
-    pub async fn record_login_failure(
+    /// Forgets the attempts of `email` after a successful sign-in, and every
+    /// window that ended before `forget_before` (so the table stays small).
+    pub async fn clear_login_attempts(
         &self,
         email: &str,
         forget_before: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let insert = "INSERT INTO login_failures (email, failed_at) VALUES ($1, $2)";
-        let prune = "DELETE FROM login_failures WHERE failed_at <= $1";
-        on_pool!(self, |pool| {
-            sqlx::query(insert)
-                .bind(email)
-                .bind(now())
-                .execute(pool)
-                .await?;
-            sqlx::query(prune)
-                .bind(forget_before)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected())
-        })?;
-        Ok(())
-    }
-
-    /// Clears the failures of `email` after a successful sign-in.
-    pub async fn clear_login_failures(&self, email: &str) -> Result<(), StoreError> {
-        let sql = "DELETE FROM login_failures WHERE email = $1";
+        let sql = "DELETE FROM login_attempts WHERE email = $1 OR window_start <= $2";
         on_pool!(self, |pool| sqlx::query(sql)
             .bind(email)
+            .bind(forget_before)
             .execute(pool)
             .await
             .map(|r| r.rows_affected()))?;

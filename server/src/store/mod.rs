@@ -154,7 +154,11 @@ impl Store {
     pub async fn connect(url: &str, settings: PoolSettings) -> Result<Store, StoreError> {
         match Backend::of(url) {
             Some(Backend::Sqlite) => {
-                let options = SqliteConnectOptions::from_str(url)?
+                let options = SqliteConnectOptions::from_str(url)?;
+                if !url.contains(":memory:") && !url.contains("mode=memory") {
+                    create_private(options.get_filename()).map_err(sqlx::Error::Io)?;
+                }
+                let options = options
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
@@ -237,6 +241,37 @@ impl Store {
     /// Closes every connection (graceful shutdown).
     pub async fn close(&self) {
         on_pool!(self, |pool| pool.close().await);
+    }
+}
+
+/// Creates an empty database file readable and writable by its owner only,
+/// if there is none: it holds password hashes, key digests and sealed
+/// signing keys. SQLite gives its `-wal` and `-shm` files the database
+/// file's mode, so they are private too. An existing file is left as it is,
+/// with a warning if others may read it.
+fn create_private(path: &std::path::Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    tracing::warn!(
+                        path = %path.display(),
+                        mode = format!("{mode:03o}"),
+                        "the database file can be read by others; `chmod 600` it (and its -wal and -shm files)"
+                    );
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -16,6 +16,11 @@ use crate::domain::validation::NewShipment;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
+/// A shipment's confirmation code, as deliver checks it.
+const CONFIRMATION_CODE: &str = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes WHERE shipment_id = $1";
+/// [`CONFIRMATION_CODE`], with the row locked until the transaction ends.
+const CONFIRMATION_CODE_LOCKED: &str = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes WHERE shipment_id = $1 FOR UPDATE";
+
 /// Wrong confirmation codes tolerated before the code is void.
 pub const MAX_CONFIRMATION_ATTEMPTS: i64 = 5;
 
@@ -589,8 +594,13 @@ impl Store {
             if let Err(refusal) = decide(&mut record, at) {
                 return Ok(Change::Refused(refusal));
             }
-            let sql = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes \
-                       WHERE shipment_id = $1";
+            // Locked on PostgreSQL, so concurrent wrong codes queue here and
+            // each counts against the limit (SQLite's IMMEDIATE transaction
+            // already holds the only write lock).
+            let sql = match &tx {
+                Tx::Sqlite(_) => CONFIRMATION_CODE,
+                Tx::Postgres(_) => CONFIRMATION_CODE_LOCKED,
+            };
             let stored: Option<(String, DateTime<Utc>, i64)> = on_tx!(&mut tx, |conn| {
                 sqlx::query_as(sql)
                     .bind(record.id)

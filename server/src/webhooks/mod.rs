@@ -283,7 +283,8 @@ impl Dispatcher {
 
     async fn try_send(&self, row: &OutboxRow, target: &Target) -> Result<u16, String> {
         let url = url::Url::parse(&target.url).map_err(|e| format!("invalid URL: {e}"))?;
-        guard::check_literal(&url, self.inner.settings.allow_private_targets)?;
+        guard::check_literal(&url, self.inner.settings.allow_private_targets)
+            .map_err(|e| e.to_string())?;
         let sealed = target
             .signing_key_sealed
             .as_deref()

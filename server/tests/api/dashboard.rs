@@ -15,9 +15,15 @@ db_tests!(
     a_pasted_key_is_verified,
     webhooks_are_registered_once_toggled_and_deleted,
     webhook_urls_must_be_https,
+    webhook_urls_a_browser_would_open_are_accepted_normalised,
     shipment_webhook_url_needs_the_signing_key_first,
     dashboard_ids_of_other_merchants_are_not_found,
     expired_tokens_are_refused,
+);
+
+db_tests!(
+    config = |c| c.webhooks.allow_private_webhook_targets = false;
+    unusable_webhook_hosts_all_get_the_same_answer,
 );
 
 async fn expired_tokens_are_refused(app: &TestApp) {
@@ -302,6 +308,97 @@ async fn webhook_urls_must_be_https(app: &TestApp) {
     }
 }
 
+async fn webhook_urls_a_browser_would_open_are_accepted_normalised(app: &TestApp) {
+    let (_, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    for (sent, stored) in [
+        (
+            "https://hooks.eu-west-1.prod.example.co.uk/shipments",
+            "https://hooks.eu-west-1.prod.example.co.uk/shipments",
+        ),
+        (
+            "https://shop.example.com/hooks/%7Eme",
+            "https://shop.example.com/hooks/%7Eme",
+        ),
+        ("HTTPS://Example.COM/x", "https://example.com/x"),
+        (
+            "https://bücher.example/x?q=a%20b",
+            "https://xn--bcher-kva.example/x?q=a%20b",
+        ),
+        (
+            "https://[2606:4700::1111]:8443/h",
+            "https://[2606:4700::1111]:8443/h",
+        ),
+    ] {
+        let (status, body) = send(
+            app.bearer(Method::POST, "/webhooks", &token)
+                .json(&json!({ "url": sent })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{sent}: {body}");
+        assert_eq!(body["url"], stored, "{sent}");
+    }
+    // The normalised form is what makes two spellings one webhook.
+    let got = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": "https://EXAMPLE.com:443/x" })),
+    )
+    .await;
+    assert_problem(&got, 409, "webhook_url_taken");
+    let (_, listed) = send(app.bearer(Method::GET, "/webhooks", &token)).await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 5, "{listed}");
+}
+
+/// Without `--allow-private-webhook-targets`: a name that does not resolve,
+/// names and literals that are private, and IPv6 forms that embed a
+/// private IPv4 address all get the very same answer, so registration
+/// tells a merchant nothing about which internal names exist.
+async fn unusable_webhook_hosts_all_get_the_same_answer(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    let (status, _) =
+        send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    for url in [
+        "https://no-such-host.invalid/h",
+        "https://localhost/h",
+        "https://127.0.0.1/h",
+        "https://[::ffff:10.0.0.1]/h",
+        "https://[64:ff9b::a9fe:a9fe]/latest",
+        "https://[2002:c0a8:101::]/h",
+    ] {
+        let got = send(
+            app.bearer(Method::POST, "/webhooks", &token)
+                .json(&json!({ "url": url })),
+        )
+        .await;
+        let problem = assert_problem(&got, 400, "invalid_field");
+        assert_eq!(problem["field"], "url");
+        assert_eq!(
+            problem["detail"],
+            "`url` cannot be used: its host does not resolve to a public internet address",
+            "{url}"
+        );
+        let body = json!({"courier_company_id": f.courier_id, "webhook_url": url});
+        let got = send(app.req(Method::POST, "/shipments", &f.key).json(&body)).await;
+        let problem = assert_problem(&got, 400, "invalid_field");
+        assert_eq!(problem["field"], "webhook_url");
+        assert_eq!(
+            problem["detail"],
+            "`webhook_url` cannot be used: its host does not resolve to a public internet \
+             address",
+            "{url}"
+        );
+    }
+    // A public literal passes the guard (and is never connected to here).
+    let (status, body) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": "https://[64:ff9b::808:808]/h" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
 async fn shipment_webhook_url_needs_the_signing_key_first(app: &TestApp) {
     let (f, email, password) = app.fixture_with_login().await;
     let body =
@@ -378,11 +475,14 @@ async fn private_webhook_targets_are_refused_by_default() {
         .await;
         let problem = assert_problem(&got, 400, "invalid_field");
         assert!(
-            problem["detail"].as_str().unwrap().contains("private"),
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .ends_with("does not resolve to a public internet address"),
             "{problem}"
         );
     }
-    // IPv6 literals are outside the webhook URL grammar altogether.
+    // IPv6 literals are accepted URLs, and judged like any address.
     let got = send(
         app.bearer(Method::POST, "/webhooks", &token)
             .json(&json!({ "url": "https://[::1]/hook" })),

@@ -17,16 +17,17 @@ pub enum Db {
     Postgres,
 }
 
-/// Runs a test body once per backend: `db_test!(name, body_fn)` makes
-/// `name::sqlite` and `name::postgres`.
+/// Runs a test body once per backend: `db_tests!(name, ...)` makes
+/// `name::sqlite` and `name::postgres`; `db_tests!(config = |c| ...; name,
+/// ...)` adjusts the configuration first, as [`TestApp::spawn_with`] does.
 #[macro_export]
 macro_rules! db_tests {
-    ($($name:ident),* $(,)?) => {
+    (config = $configure:expr; $($name:ident),* $(,)?) => {
         $(
             mod $name {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn sqlite() {
-                    if let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Db::Sqlite).await {
+                    if let Some(app) = $crate::helpers::TestApp::spawn_with($crate::helpers::Db::Sqlite, $configure).await {
                         super::$name(&app).await;
                         app.stop().await;
                     }
@@ -34,13 +35,16 @@ macro_rules! db_tests {
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn postgres() {
-                    if let Some(app) = $crate::helpers::TestApp::spawn($crate::helpers::Db::Postgres).await {
+                    if let Some(app) = $crate::helpers::TestApp::spawn_with($crate::helpers::Db::Postgres, $configure).await {
                         super::$name(&app).await;
                         app.stop().await;
                     }
                 }
             }
         )*
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::db_tests!(config = |_| {}; $($name),*);
     };
 }
 
@@ -58,6 +62,8 @@ pub struct Fixture {
 pub struct TestApp {
     pub base: String,
     pub root: String,
+    /// The database it runs on (a second server may share it).
+    pub database_url: String,
     pub store: Store,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
@@ -199,6 +205,7 @@ impl TestApp {
         Some(TestApp {
             base: format!("http://{addr}/api/v1"),
             root: format!("http://{addr}"),
+            database_url: url,
             store,
 
             client: reqwest::Client::builder().no_proxy().build().unwrap(),

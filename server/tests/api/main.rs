@@ -11,6 +11,7 @@ mod dashboard_pages;
 mod delivery;
 mod errors;
 mod generated;
+mod hardening;
 mod lifecycle;
 mod openapi;
 mod operations;

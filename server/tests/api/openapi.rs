@@ -72,3 +72,208 @@ fn the_document_describes_both_security_schemes_and_every_problem_code() {
     let status = &doc["components"]["schemas"]["Status"]["enum"];
     assert_eq!(status.as_array().unwrap().len(), 8);
 }
+
+/// The operations of the document: (method, path, operation).
+fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+    let mut all = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            all.push((method.clone(), path.clone(), operation));
+        }
+    }
+    all
+}
+
+/// The component a `$ref` names, or the schema itself.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            let name = reference
+                .strip_prefix("#/components/schemas/")
+                .unwrap_or_else(|| panic!("a reference to a schema: {reference}"));
+            &doc["components"]["schemas"][name]
+        }
+        None => schema,
+    }
+}
+
+/// Whether a schema (not its properties) admits JSON `null`: `type: null`,
+/// a type list with `null`, or a `oneOf`/`anyOf` with such a branch.
+fn admits_null(doc: &Value, schema: &Value) -> bool {
+    let schema = resolve(doc, schema);
+    let null_type = match &schema["type"] {
+        Value::String(t) => t == "null",
+        Value::Array(types) => types.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    null_type
+        || ["oneOf", "anyOf"].iter().any(|key| {
+            schema[key]
+                .as_array()
+                .is_some_and(|branches| branches.iter().any(|b| admits_null(doc, b)))
+        })
+}
+
+#[test]
+fn a_replayed_create_is_documented_as_the_201_it_is() {
+    let doc = committed();
+    let responses = &doc["paths"]["/shipments"]["post"]["responses"];
+    assert!(
+        responses.get("200").is_none(),
+        "the server answers a replay with 201, never 200: {responses}"
+    );
+    let created = &responses["201"];
+    assert_eq!(
+        created["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/Shipment"
+    );
+    let header = &created["headers"]["Idempotent-Replayed"];
+    assert_eq!(header["schema"]["type"], "string", "{header}");
+    assert_eq!(
+        header["schema"]["enum"],
+        serde_json::json!(["true"]),
+        "{header}"
+    );
+    assert!(header["description"].is_string(), "{header}");
+
+    let parameters = doc["paths"]["/shipments"]["post"]["parameters"]
+        .as_array()
+        .unwrap();
+    let key = parameters
+        .iter()
+        .find(|p| p["name"] == "Idempotency-Key")
+        .expect("the Idempotency-Key parameter");
+    assert_eq!(key["in"], "header");
+    assert_eq!(key["required"], false);
+    assert_eq!(key["schema"]["type"], "string", "{key}");
+    assert_eq!(key["schema"]["minLength"], 1);
+    assert_eq!(key["schema"]["maxLength"], 255);
+}
+
+#[test]
+fn no_parameter_and_no_request_body_admits_null() {
+    let doc = committed();
+    let mut optional_bodies = 0;
+    for (method, path, operation) in operations(&doc) {
+        for parameter in operation["parameters"].as_array().into_iter().flatten() {
+            assert!(
+                !admits_null(&doc, &parameter["schema"]),
+                "{method} {path}: parameter {parameter}"
+            );
+        }
+        let body = &operation["requestBody"];
+        for (media_type, content) in body["content"].as_object().into_iter().flatten() {
+            assert!(
+                !admits_null(&doc, &content["schema"]),
+                "{method} {path}: {media_type} body {content}"
+            );
+            assert!(
+                content["schema"]["$ref"].is_string(),
+                "{method} {path}: a body is a component"
+            );
+        }
+        if body.is_object() && body["required"] == false {
+            optional_bodies += 1;
+        }
+    }
+    // POST /api-keys and POST /courier/shipments/{code}/deliver.
+    assert_eq!(optional_bodies, 2, "optional bodies say `required: false`");
+}
+
+#[test]
+fn list_and_page_items_reference_their_component() {
+    let doc = committed();
+    let mut lists = Vec::new();
+    for (method, path, operation) in operations(&doc) {
+        for (status, response) in operation["responses"].as_object().unwrap() {
+            let Some(schema) = response["content"]["application/json"].get("schema") else {
+                continue;
+            };
+            let data = &resolve(&doc, schema)["properties"]["data"];
+            if data["type"] != "array" {
+                continue;
+            }
+            let items = &data["items"];
+            let reference = items["$ref"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} {status}: inline items {items}"));
+            assert!(
+                resolve(&doc, items).is_object(),
+                "{method} {path}: {reference} exists"
+            );
+            lists.push(format!("{method} {path}"));
+        }
+    }
+    for list in [
+        "get /shipments",
+        "get /courier/shipments",
+        "get /merchant-couriers",
+        "get /courier/drivers",
+        "get /webhooks/{id}/deliveries",
+        "get /api-keys",
+        "get /webhooks",
+    ] {
+        assert!(lists.iter().any(|l| l == list), "{list} in {lists:?}");
+    }
+}
+
+#[test]
+fn signing_in_needs_no_credentials_and_everything_else_does() {
+    let doc = committed();
+    for (method, path, operation) in operations(&doc) {
+        let security = &operation["security"];
+        let expected = if path == "/auth/login" {
+            serde_json::json!([])
+        } else if path.starts_with("/shipments")
+            || path.starts_with("/courier/")
+            || path == "/merchant-couriers"
+        {
+            serde_json::json!([{ "api_key": [] }])
+        } else {
+            serde_json::json!([{ "bearer": [] }])
+        };
+        assert_eq!(security, &expected, "{method} {path}");
+    }
+}
+
+#[test]
+fn every_component_schema_is_used_by_an_operation() {
+    let doc = committed();
+    fn references(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    found.push(r.clone());
+                }
+                map.values().for_each(|v| references(v, found));
+            }
+            Value::Array(values) => values.iter().for_each(|v| references(v, found)),
+            _ => {}
+        }
+    }
+    // What the operations reach, directly or through other components.
+    let mut pending = Vec::new();
+    references(&doc["paths"], &mut pending);
+    let mut reached = std::collections::BTreeSet::new();
+    while let Some(reference) = pending.pop() {
+        if reached.insert(reference.clone()) {
+            references(
+                resolve(&doc, &serde_json::json!({ "$ref": reference })),
+                &mut pending,
+            );
+        }
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let unused: Vec<_> = schemas
+        .keys()
+        .filter(|name| !reached.contains(&format!("#/components/schemas/{name}")))
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "components no operation uses: {unused:?}"
+    );
+    for reference in &reached {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        assert!(schemas.contains_key(name), "{reference} is not a component");
+    }
+}

@@ -20,7 +20,49 @@ db_tests!(
     fifty_concurrent_creates_make_fifty_shipments,
     the_same_idempotency_key_twice_makes_one_shipment,
     an_idempotency_key_reused_with_another_body_is_409,
+    a_webhook_url_is_kept_normalised,
 );
+
+/// Any URL a browser would open is accepted, and kept as normalised.
+async fn a_webhook_url_is_kept_normalised(app: &TestApp) {
+    let (f, email, password) = app.fixture_with_login().await;
+    let token = app.login(&email, &password).await;
+    let (status, _) =
+        send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    for (sent, kept) in [
+        (
+            "HTTPS://Hooks.EU-West-1.Prod.Example.co.uk/shipments/%7Eme?v=1",
+            "https://hooks.eu-west-1.prod.example.co.uk/shipments/%7Eme?v=1",
+        ),
+        ("https://bücher.example", "https://xn--bcher-kva.example/"),
+        (
+            "https://[2606:4700::1111]:8443/h",
+            "https://[2606:4700::1111]:8443/h",
+        ),
+    ] {
+        let s = app
+            .create(
+                &f,
+                json!({"courier_company_id": f.courier_id, "webhook_url": sent}),
+            )
+            .await;
+        assert_eq!(s["webhook_url"], kept, "{sent}");
+        let code = s["code"].as_str().unwrap();
+        let (_, again) = send(app.req(Method::GET, &format!("/shipments/{code}"), &f.key)).await;
+        assert_eq!(again["webhook_url"], kept, "{sent}");
+    }
+    let got = send(app.req(Method::POST, "/shipments", &f.key).json(
+        &json!({"courier_company_id": f.courier_id, "webhook_url": "https://x.example/#top"}),
+    ))
+    .await;
+    let problem = assert_problem(&got, 400, "invalid_field");
+    assert_eq!(problem["field"], "webhook_url");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("fragment"),
+        "{problem}"
+    );
+}
 
 fn is_timestamp(v: &Value) -> bool {
     let s = v.as_str().unwrap_or("");
