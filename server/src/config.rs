@@ -7,10 +7,15 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::StartError;
 use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
 use crate::store::PoolSettings;
 use crate::webhooks::DispatchSettings;
+
+/// Largest request body accepted, API and dashboard forms alike (1 MiB);
+/// larger is 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://shipments.db";
@@ -145,25 +150,34 @@ pub struct DataKeyArgs {
 
 impl DataKeyArgs {
     /// The data key: given, read from the file, or made and saved there.
-    pub fn load(&self) -> anyhow::Result<DataKey> {
-        use anyhow::Context as _;
+    pub fn load(&self) -> Result<DataKey, StartError> {
         if let Some(hex_key) = &self.data_key {
-            return DataKey::from_hex(hex_key).context("--data-key / SHIPMENT_DATA_KEY");
+            return DataKey::from_hex(hex_key).map_err(|source| StartError::DataKey {
+                origin: "--data-key / SHIPMENT_DATA_KEY".into(),
+                source,
+            });
         }
         let path = &self.data_key_file;
+        let file_error = |what, source| StartError::File {
+            what,
+            path: path.display().to_string(),
+            source,
+        };
         match std::fs::read_to_string(path) {
             Ok(text) => {
                 refuse_if_shared(path)?;
-                DataKey::from_hex(&text).with_context(|| format!("{}", path.display()))
+                DataKey::from_hex(&text).map_err(|source| StartError::DataKey {
+                    origin: path.display().to_string(),
+                    source,
+                })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = DataKey::generate();
-                write_private(path, &key.to_hex())
-                    .with_context(|| format!("cannot create {}", path.display()))?;
+                write_private(path, &key.to_hex()).map_err(|e| file_error("cannot create", e))?;
                 tracing::info!(path = %path.display(), "created a new data key file");
                 Ok(key)
             }
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(e) => Err(file_error("cannot read", e)),
         }
     }
 }
@@ -171,18 +185,21 @@ impl DataKeyArgs {
 /// Refuses a key file that group or others may read, as ssh refuses such
 /// a private key: whoever reads it can open every signing key the database
 /// holds.
-fn refuse_if_shared(path: &std::path::Path) -> anyhow::Result<()> {
+fn refuse_if_shared(path: &std::path::Path) -> Result<(), StartError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        let metadata = std::fs::metadata(path).map_err(|source| StartError::File {
+            what: "cannot read",
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mode = metadata.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            anyhow::bail!(
-                "the data key file {} can be read by others (mode {mode:03o}); it must be \
-                 private to this user: run `chmod 600 {}`",
-                path.display(),
-                path.display()
-            );
+            return Err(StartError::DataKeyShared {
+                path: path.display().to_string(),
+                mode,
+            });
         }
     }
     #[cfg(not(unix))]
@@ -273,13 +290,14 @@ impl Config {
     }
 
     /// How the webhook dispatcher should behave (reads the CA file).
-    pub fn dispatch_settings(&self) -> anyhow::Result<DispatchSettings> {
-        use anyhow::Context as _;
+    pub fn dispatch_settings(&self) -> Result<DispatchSettings, StartError> {
         let w = &self.webhooks;
         let extra_roots_pem = match &w.webhook_ca_file {
-            Some(path) => Some(
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
-            ),
+            Some(path) => Some(std::fs::read(path).map_err(|source| StartError::File {
+                what: "cannot read",
+                path: path.display().to_string(),
+                source,
+            })?),
             None => None,
         };
         Ok(DispatchSettings {

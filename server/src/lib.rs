@@ -11,17 +11,70 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
 pub mod admin;
+pub(crate) mod app;
 pub mod config;
-pub mod dashboard;
+pub(crate) mod dashboard;
 pub mod domain;
 pub mod http;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod serve;
 pub mod simulate;
 pub mod store;
 pub mod webhooks;
 
 pub use config::Config;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The database could not be opened or migrated.
+    #[error("the database: {0}")]
+    Store(#[from] store::StoreError),
+    /// An address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The data key is not 64 hex characters.
+    #[error("the data key ({origin}): {source}")]
+    DataKey {
+        /// Where it came from.
+        origin: String,
+        /// Why it is refused.
+        source: domain::sealed::SealError,
+    },
+    /// The data key file can be read by group or others.
+    #[error(
+        "the data key file {path} can be read by others (mode {mode:03o}); it must be private \
+         to this user: run `chmod 600 {path}`"
+    )]
+    DataKeyShared {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A file could not be read or created.
+    #[error("{what} {path}: {source}")]
+    File {
+        /// "cannot read", "cannot create".
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--webhook-ca-file` holds no PEM certificate.
+    #[error("the webhook CA file holds no valid PEM certificate: {0}")]
+    WebhookCa(reqwest::Error),
+    /// The HTTPS client for deliveries could not be built.
+    #[error("cannot build the webhook client: {0}")]
+    WebhookClient(reqwest::Error),
+}
 use store::Store;
 
 /// A server bound to its address, with its database migrated and its
@@ -39,7 +92,7 @@ pub struct Application {
 
 impl Application {
     /// Connects to the database, applies migrations and binds the address.
-    pub async fn build(config: &Config) -> anyhow::Result<Application> {
+    pub async fn build(config: &Config) -> Result<Application, StartError> {
         let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
         store.migrate().await?;
         let data_key = config.data_key.load()?;
@@ -50,17 +103,17 @@ impl Application {
             config.dispatch_settings()?,
         )?
         .woken_by(outbox_signal.clone());
-        let listener = TcpListener::bind(config.addr).await?;
+        let listener = bind(config.addr).await?;
         let metrics_listener = match config.metrics_addr {
-            Some(addr) => Some(TcpListener::bind(addr).await?),
+            Some(addr) => Some(bind(addr).await?),
             None => None,
         };
         let dashboard_listener = match config.dashboard_addr {
-            Some(addr) => Some(TcpListener::bind(addr).await?),
+            Some(addr) => Some(bind(addr).await?),
             None => None,
         };
         metrics::handle();
-        let mut state = http::AppState::new(
+        let mut state = app::AppState::new(
             store.clone(),
             config.environment.environment,
             config.request_timeout(),
@@ -69,10 +122,20 @@ impl Application {
             outbox_signal,
         );
         state.dashboard_secure_cookies = config.dashboard_secure_cookies;
-        let dashboard = dashboard_listener.map(|l| (l, http::dashboard_router(state.clone())));
+        let dashboard = dashboard_listener.map(|l| {
+            (
+                l,
+                http::with_common_layers(dashboard::router(), state.clone()),
+            )
+        });
+        let pages = if dashboard.is_none() {
+            dashboard::router()
+        } else {
+            axum::Router::new()
+        };
         Ok(Application {
             listener,
-            router: http::router(state, metrics_listener.is_none(), dashboard.is_none()),
+            router: http::router(state, metrics_listener.is_none(), pages),
             store,
             dispatcher,
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
@@ -150,6 +213,12 @@ impl Application {
         self.store.close().await;
         served
     }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })
 }
 
 /// Serves `app` on a secondary listener until `stopped` turns true, then

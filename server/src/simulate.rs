@@ -8,13 +8,29 @@
 use std::time::Duration;
 
 use rand::Rng;
-use serde_json::{Value, json};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use shipment_sdk::model::{CreateShipment, Problem, Shipment, Status};
 
 use crate::admin::DemoAccount;
 
 /// At most this many shipments are moving at once.
 const MOVING: usize = 5;
 
+/// Why a simulated request failed (logged; the simulation goes on).
+#[derive(Debug, thiserror::Error)]
+enum SimulateError {
+    /// The request did not get an answer.
+    #[error("request failed: {0}")]
+    Transport(#[from] reqwest::Error),
+    /// The server refused it.
+    #[error("{status} {code}: {detail}")]
+    Refused {
+        status: reqwest::StatusCode,
+        code: String,
+        detail: String,
+    },
+}
 /// Every `every`, creates a shipment (while fewer than five move) and
 /// moves each moving shipment one step, until the process stops.
 pub async fn run(base: String, demo: DemoAccount, every: Duration) {
@@ -53,20 +69,18 @@ struct Simulator {
 }
 
 impl Simulator {
-    async fn create(&self) -> Result<String, String> {
+    async fn create(&self) -> Result<String, SimulateError> {
         let (lat, lng) = {
             let mut rng = rand::rng();
             (rng.random_range(48.0..54.0), rng.random_range(4.0..14.0))
         };
-        let body = json!({
-            "courier_company_id": self.demo.courier_id,
-            "description": "Simulated parcel",
-            "weight_kg": 1.5,
-            "items": ["parcel"],
-            "start_address": "52.5200,13.4050",
-            "end_address": format!("{lat:.4},{lng:.4}"),
-        });
-        let created = self
+        let body = CreateShipment::new(self.demo.courier_id)
+            .description("Simulated parcel")
+            .weight_kg(rust_decimal::Decimal::new(15, 1))
+            .item("parcel")
+            .start_address("52.5200,13.4050")
+            .end_address(format!("{lat:.4},{lng:.4}"));
+        let created: Shipment = self
             .send(
                 self.client
                     .post(format!("{}/shipments", self.base))
@@ -74,14 +88,13 @@ impl Simulator {
                     .json(&body),
             )
             .await?;
-        let code = created["code"].as_str().ok_or("no code in the answer")?;
-        tracing::info!(%code, "simulate: created");
-        Ok(code.to_owned())
+        tracing::info!(code = %created.code, "simulate: created");
+        Ok(created.code)
     }
 
     /// Moves a shipment one step; `false` once it reached a final state.
-    async fn step(&self, code: &str) -> Result<bool, String> {
-        let current = self
+    async fn step(&self, code: &str) -> Result<bool, SimulateError> {
+        let current: Shipment = self
             .send(
                 self.client
                     .get(format!("{}/shipments/{code}", self.base))
@@ -89,16 +102,18 @@ impl Simulator {
             )
             .await?;
         let roll: f64 = rand::rng().random();
-        let (op, body) = match current["status"].as_str().unwrap_or("") {
-            "assigned_to_courier" => (
+        // The courier side's bodies are the reference server's own (the
+        // SDK is the merchant's client), so they are written here.
+        let (op, body) = match current.status {
+            Status::AssignedToCourier => (
                 "assign-driver",
                 Some(json!({"driver_id": self.demo.driver_id})),
             ),
-            "assigned_to_driver" => ("pickup", None),
-            "in_transit" if roll < 0.8 => ("deliver", None),
-            "in_transit" => ("fail", Some(json!({"reason": "nobody at the door"}))),
-            "failed" if roll < 0.5 => ("pickup", None),
-            "failed" => ("return", None),
+            Status::AssignedToDriver => ("pickup", None),
+            Status::InTransit if roll < 0.8 => ("deliver", None),
+            Status::InTransit => ("fail", Some(json!({"reason": "nobody at the door"}))),
+            Status::Failed if roll < 0.5 => ("pickup", None),
+            Status::Failed => ("return", None),
             _ => return Ok(false),
         };
         let mut request = self
@@ -108,19 +123,25 @@ impl Simulator {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let moved = self.send(request).await?;
-        tracing::info!(%code, status = moved["status"].as_str().unwrap_or("?"), "simulate: moved");
+        let moved: Shipment = self.send(request).await?;
+        tracing::info!(%code, status = %moved.status, "simulate: moved");
         Ok(true)
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, String> {
-        let response = request.send().await.map_err(|e| e.to_string())?;
+    async fn send<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, SimulateError> {
+        let response = request.send().await?;
         let status = response.status();
-        let body: Value = response.json().await.map_err(|e| e.to_string())?;
         if status.is_success() {
-            Ok(body)
-        } else {
-            Err(format!("{status}: {}", body["detail"]))
+            return Ok(response.json().await?);
         }
+        let problem: Problem = response.json().await?;
+        Err(SimulateError::Refused {
+            status,
+            code: problem.code.to_string(),
+            detail: problem.detail,
+        })
     }
 }

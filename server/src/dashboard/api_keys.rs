@@ -9,9 +9,12 @@ use maud::{Markup, html};
 use super::layout::{self, Section, Tone};
 use super::session::{Signed, SignedForm};
 use super::{Page, PageError, PageResult, see_other};
-use crate::http::AppState;
-use crate::http::api_keys::{MAX_KEY_NAME, create_named_key, find_own_key, numeric_id};
-use crate::store::dashboard::ApiKeyInfo;
+use shipment_sdk::model::ApiKey;
+
+use crate::app::api_keys::{
+    MAX_KEY_NAME, create_api_key, delete_api_key, find_own_key, get_api_key, list_api_keys,
+};
+use crate::app::{self, AppState, numeric_id};
 
 /// What the keys page shows besides the list.
 #[derive(Default)]
@@ -20,7 +23,7 @@ struct Extra<'a> {
     name: &'a str,
 }
 
-fn masked(k: &ApiKeyInfo) -> String {
+fn masked(k: &ApiKey) -> String {
     format!("{}…{}", k.prefix, k.last4)
 }
 
@@ -30,7 +33,7 @@ async fn keys_page(
     status: StatusCode,
     extra: Extra<'_>,
 ) -> PageResult {
-    let keys = state.store.api_keys(signed.merchant_id()).await?;
+    let keys = list_api_keys(state, signed.merchant_id()).await?;
     let body = html! {
         @if let Some((tone, text)) = &extra.notice { (layout::notice(*tone, text)) }
         section {
@@ -116,14 +119,14 @@ pub(crate) async fn create_key(
     SignedForm { signed, form }: SignedForm,
 ) -> PageResult {
     let name = form.get("name");
-    let (info, key) = match create_named_key(&state, signed.merchant_id(), name).await {
+    let (info, key) = match create_api_key(&state, signed.merchant_id(), name).await {
         Ok(created) => created,
-        Err(e) if e.status().is_client_error() => {
+        Err(e) if e.is_callers() => {
             let extra = Extra {
-                notice: Some((Tone::Error, layout::sentence(e.detail()))),
+                notice: Some((Tone::Error, layout::sentence(&e.to_string()))),
                 name: name.unwrap_or(""),
             };
-            return keys_page(&state, &signed, e.status(), extra).await;
+            return keys_page(&state, &signed, super::status_of(&e), extra).await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -158,16 +161,16 @@ pub(crate) async fn verify_key(
     keys_page(&state, &signed, StatusCode::OK, extra).await
 }
 
-async fn own_key(state: &AppState, signed: &Signed, id: &str) -> PageResult<ApiKeyInfo> {
-    let id = numeric_id(id)?;
-    state
-        .store
-        .api_key(signed.merchant_id(), id)
-        .await?
-        .ok_or(PageError::NotFound("You have no API key with this id."))
+async fn own_key(state: &AppState, signed: &Signed, id: &str) -> PageResult<ApiKey> {
+    match get_api_key(state, signed.merchant_id(), numeric_id(id)?).await {
+        Err(app::Error::NotFound(_)) => {
+            Err(PageError::NotFound("You have no API key with this id."))
+        }
+        other => Ok(other?),
+    }
 }
 
-fn confirm(signed: &Signed, k: &ApiKeyInfo) -> Markup {
+fn confirm(signed: &Signed, k: &ApiKey) -> Markup {
     html! {
         div.card {
             p { "Delete the key " strong { (k.name) } " (" code { (masked(k)) } ")?" }
@@ -202,10 +205,11 @@ pub(crate) async fn delete_key(
     Path(id): Path<String>,
     SignedForm { signed, .. }: SignedForm,
 ) -> PageResult<Response> {
-    let id = numeric_id(&id)?;
-    if state.store.delete_api_key(signed.merchant_id(), id).await? {
-        Ok(see_other("/keys?deleted"))
-    } else {
-        Err(PageError::NotFound("You have no API key with this id."))
+    match delete_api_key(&state, signed.merchant_id(), numeric_id(&id)?).await {
+        Ok(()) => Ok(see_other("/keys?deleted")),
+        Err(app::Error::NotFound(_)) => {
+            Err(PageError::NotFound("You have no API key with this id."))
+        }
+        Err(e) => Err(e.into()),
     }
 }

@@ -8,8 +8,8 @@ use maud::{Markup, html};
 use super::layout::{self, Section, Tone};
 use super::session::{self, CSRF_FIELD, LoginForm, Signed, SignedForm};
 use super::{Page, PageResult, see_other};
-use crate::http::AppState;
-use crate::http::auth::sign_in as check_sign_in;
+use crate::app::AppState;
+use crate::app::auth;
 
 /// What the sign-in form shows around its fields.
 struct LoginView<'a> {
@@ -70,7 +70,7 @@ pub(crate) async fn sign_in(
 ) -> PageResult<Response> {
     let email = login.form.get("email").unwrap_or("");
     let password = login.form.get("password").unwrap_or("");
-    match check_sign_in(&state, email, password).await {
+    match auth::sign_in(&state, email, password).await {
         Ok((token, _expires_at)) => {
             let mut response = see_other("/");
             let secure = session::over_https(&headers, &state);
@@ -79,10 +79,10 @@ pub(crate) async fn sign_in(
                 .append(header::SET_COOKIE, session::session_cookie(&token, secure));
             Ok(response)
         }
-        Err(e) if e.status().is_client_error() => {
-            let error = layout::sentence(e.detail());
+        Err(e) if e.is_callers() => {
+            let error = layout::sentence(&e.to_string());
             let mut response = Page(
-                e.status(),
+                super::status_of(&e),
                 login_form(&LoginView {
                     csrf: &login.csrf,
                     email: email.trim(),
@@ -91,7 +91,10 @@ pub(crate) async fn sign_in(
                 }),
             )
             .into_response();
-            if let Some(secs) = e.retry_after() {
+            if let crate::app::Error::Throttled {
+                retry_after_secs: secs,
+            } = e
+            {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -126,7 +129,7 @@ pub(crate) async fn sign_out(
     headers: HeaderMap,
     SignedForm { signed, .. }: SignedForm,
 ) -> PageResult<Response> {
-    state.store.delete_session(signed.session.id).await?;
+    auth::sign_out(&state, signed.session).await?;
     let mut response = see_other("/login?signed-out");
     let secure = session::over_https(&headers, &state);
     response

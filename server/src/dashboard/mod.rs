@@ -2,9 +2,8 @@
 //! server's root, beside the API under `/api/v1`.
 //!
 //! The pages are a second face of the dashboard endpoints: they call the
-//! same sign-in, session, API key, webhook and shipment functions as the
-//! JSON handlers in [`crate::http`], and add what a browser needs: a
-//! session cookie, a CSRF token on every form that changes anything, and
+//! same use-cases ([`crate::app`]) as the JSON API, and add what a browser
+//! needs: a session cookie, a CSRF token on every form that changes anything, and
 //! strict security headers. They work without JavaScript; one small
 //! script only adds copy buttons.
 
@@ -16,7 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use maud::Markup;
 
-use crate::http::{ApiError, AppState};
+use crate::app::{self, AppState};
+use crate::domain::Refusal;
 use crate::store::StoreError;
 
 mod api_keys;
@@ -26,8 +26,6 @@ mod overview;
 mod session;
 mod shipments;
 mod webhooks;
-
-pub use session::SESSION_COOKIE;
 
 /// The stylesheet, embedded in the binary.
 const STYLE_CSS: &str = include_str!("static/style.css");
@@ -147,19 +145,43 @@ pub(crate) enum PageError {
     Csrf,
     /// No such thing (for this merchant).
     NotFound(&'static str),
-    /// Anything the shared dashboard functions refused, or a server fault.
-    Api(ApiError),
+    /// A form body that cannot be read.
+    BadForm,
+    /// A form body over the size limit.
+    TooLarge,
+    /// Anything a use-case refused, or a server fault.
+    App(app::Error),
 }
 
-impl From<ApiError> for PageError {
-    fn from(e: ApiError) -> PageError {
-        PageError::Api(e)
+impl From<app::Error> for PageError {
+    fn from(e: app::Error) -> PageError {
+        PageError::App(e)
     }
 }
 
 impl From<StoreError> for PageError {
     fn from(e: StoreError) -> PageError {
-        PageError::Api(e.into())
+        PageError::App(e.into())
+    }
+}
+
+/// The status a page answers a use-case's refusal with (the JSON API
+/// answers the same way, with a problem body).
+pub(crate) fn status_of(e: &app::Error) -> StatusCode {
+    match e {
+        app::Error::Field(_) | app::Error::InvalidIdentifier(_) => StatusCode::BAD_REQUEST,
+        app::Error::Refused(Refusal::Forbidden) => StatusCode::FORBIDDEN,
+        app::Error::Refused(Refusal::Field(_) | Refusal::ConfirmationCode(_)) => {
+            StatusCode::BAD_REQUEST
+        }
+        app::Error::Refused(_) | app::Error::IdempotencyKeyReused | app::Error::WebhookUrlTaken => {
+            StatusCode::CONFLICT
+        }
+        app::Error::NotFound(_) => StatusCode::NOT_FOUND,
+        app::Error::WrongCredentials => StatusCode::UNAUTHORIZED,
+        app::Error::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+        e if e.is_temporary() => StatusCode::SERVICE_UNAVAILABLE,
+        app::Error::Store(_) | app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -179,12 +201,36 @@ impl IntoResponse for PageError {
             PageError::NotFound(what) => {
                 Page(StatusCode::NOT_FOUND, layout::error_page("Not found", what)).into_response()
             }
-            PageError::Api(e) => {
-                let title = e
-                    .status()
-                    .canonical_reason()
-                    .unwrap_or("Something went wrong");
-                Page(e.status(), layout::error_page(title, e.detail())).into_response()
+            PageError::BadForm => Page(
+                StatusCode::BAD_REQUEST,
+                layout::error_page("Bad Request", "The form could not be read."),
+            )
+            .into_response(),
+            PageError::TooLarge => Page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                layout::error_page(
+                    "Payload Too Large",
+                    &format!(
+                        "Forms are limited to {} bytes.",
+                        crate::config::MAX_BODY_BYTES
+                    ),
+                ),
+            )
+            .into_response(),
+            PageError::App(e) => {
+                let status = status_of(&e);
+                let title = status.canonical_reason().unwrap_or("Something went wrong");
+                let detail = if e.is_callers() {
+                    layout::sentence(&e.to_string())
+                } else {
+                    tracing::error!(error = %e, "a dashboard page failed");
+                    if e.is_temporary() {
+                        "The database is busy or unreachable; try again shortly.".to_owned()
+                    } else {
+                        "The server failed to show this page; it has been logged.".to_owned()
+                    }
+                };
+                Page(status, layout::error_page(title, &detail)).into_response()
             }
         }
     }

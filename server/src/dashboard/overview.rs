@@ -6,9 +6,11 @@ use maud::html;
 use super::layout::{self, Section};
 use super::session::Signed;
 use super::{Page, PageResult};
+use crate::app::AppState;
+use crate::app::api_keys::list_api_keys;
+use crate::app::shipments::list_shipments;
+use crate::app::webhooks::list_webhooks;
 use crate::domain::list_query::ListQuery;
-use crate::http::AppState;
-use crate::http::shipments::list_page;
 use crate::store::shipments::Actor;
 
 /// `GET /`.
@@ -18,11 +20,11 @@ pub(crate) async fn overview(State(state): State<AppState>, signed: Signed) -> P
         page_size: 1,
         ..ListQuery::default()
     };
-    let shipments = list_page(&state, Actor::Merchant(merchant_id), &one)
+    let shipments = list_shipments(&state, Actor::Merchant(merchant_id), &one)
         .await?
         .total;
-    let keys = state.store.api_keys(merchant_id).await?.len();
-    let webhooks = state.store.webhooks(merchant_id).await?;
+    let keys = list_api_keys(&state, merchant_id).await?.len();
+    let webhooks = list_webhooks(&state, merchant_id).await?;
     let active = webhooks.iter().filter(|w| w.active).count();
     Ok(Page::ok(layout::page(
         &signed,

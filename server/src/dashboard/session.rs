@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use super::PageError;
+use crate::app::AppState;
+use crate::app::auth::{SESSION_TTL, Session, session_for_token};
 use crate::domain::keys;
-use crate::http::AppState;
-use crate::http::auth::{SESSION_TTL, Session, session_for_token};
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "shipments_session";
@@ -151,13 +151,9 @@ impl FromRequest<AppState> for Form {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, PageError> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                PageError::Api(crate::http::ApiError::payload_too_large())
+                PageError::TooLarge
             } else {
-                PageError::Api(crate::http::ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad_request",
-                    "the form could not be read",
-                ))
+                PageError::BadForm
             }
         })?;
         Ok(Form(

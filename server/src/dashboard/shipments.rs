@@ -10,10 +10,10 @@ use shipment_sdk::model::{Page as ListPage, Shipment, Status};
 use super::layout::{self, Section, Tone};
 use super::session::Signed;
 use super::{Page, PageError, PageResult};
+use crate::app::shipments::{self, get_shipment};
+use crate::app::{self, AppState};
 use crate::domain::code::ShipmentCode;
 use crate::domain::list_query::ListQuery;
-use crate::http::AppState;
-use crate::http::shipments::{list_page, own_shipment};
 use crate::store::shipments::Actor;
 
 /// The list's query: the API's, with empty fields (the filter form's "all
@@ -45,7 +45,7 @@ pub(crate) async fn list_shipments(
         Err(e) => (ListQuery::default(), Some(e)),
     };
     let page: ListPage<Shipment> =
-        list_page(&state, Actor::Merchant(signed.merchant_id()), &query).await?;
+        shipments::list_shipments(&state, Actor::Merchant(signed.merchant_id()), &query).await?;
     let status = query.status.as_ref();
     let body = html! {
         @if let Some(e) = &error { (layout::notice(Tone::Error, e)) }
@@ -128,9 +128,9 @@ pub(crate) async fn show_shipment(
 ) -> PageResult {
     let code =
         ShipmentCode::parse(&code).ok_or(PageError::NotFound("No shipment has this code."))?;
-    let s = match own_shipment(&state, signed.merchant_id(), code.as_str()).await {
+    let s = match get_shipment(&state, signed.merchant_id(), code.as_str()).await {
         Ok(s) => s,
-        Err(e) if e.status() == StatusCode::NOT_FOUND || e.status() == StatusCode::FORBIDDEN => {
+        Err(app::Error::NotFound(_) | app::Error::Refused(crate::domain::Refusal::Forbidden)) => {
             return Err(PageError::NotFound("You have no shipment with this code."));
         }
         Err(e) => return Err(e.into()),

@@ -11,10 +11,10 @@ use shipment_sdk::model::Webhook;
 use super::layout::{self, Section, Tone};
 use super::session::{Signed, SignedForm};
 use super::{Page, PageError, PageResult, see_other};
+use crate::app::AppState;
+use crate::app::webhooks::{self, delivery_log, get_webhook};
+use crate::app::{self, numeric_id};
 use crate::domain::list_query::parse_page;
-use crate::http::AppState;
-use crate::http::api_keys::numeric_id;
-use crate::http::webhooks::{self as api, delivery_log, register, view};
 
 const NO_SUCH_WEBHOOK: &str = "You have no webhook with this id.";
 
@@ -55,13 +55,7 @@ async fn webhooks_page(
     status: StatusCode,
     extra: Extra<'_>,
 ) -> PageResult {
-    let hooks: Vec<Webhook> = state
-        .store
-        .webhooks(signed.merchant_id())
-        .await?
-        .into_iter()
-        .map(view)
-        .collect();
+    let hooks: Vec<Webhook> = webhooks::list_webhooks(state, signed.merchant_id()).await?;
     let body = html! {
         @if let Some((tone, text)) = &extra.notice { (layout::notice(*tone, text)) }
         section {
@@ -140,17 +134,18 @@ pub(crate) async fn register_webhook(
     SignedForm { signed, form }: SignedForm,
 ) -> PageResult {
     let url = form.get("url").unwrap_or("");
-    let (webhook, signing_key) = match register(&state, signed.merchant_id(), url).await {
-        Ok(created) => created,
-        Err(e) if e.status().is_client_error() => {
-            let extra = Extra {
-                notice: Some((Tone::Error, layout::sentence(e.detail()))),
-                url,
-            };
-            return webhooks_page(&state, &signed, e.status(), extra).await;
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (webhook, signing_key) =
+        match webhooks::register_webhook(&state, signed.merchant_id(), url).await {
+            Ok(created) => created,
+            Err(e) if e.is_callers() => {
+                let extra = Extra {
+                    notice: Some((Tone::Error, layout::sentence(&e.to_string()))),
+                    url,
+                };
+                return webhooks_page(&state, &signed, super::status_of(&e), extra).await;
+            }
+            Err(e) => return Err(e.into()),
+        };
     let body = html! {
         p { "Every change of your shipments is now sent to " strong.url { (webhook.url) } "." }
         p { "Check the " code { "X-Service-Signature" } " header of each delivery with this key (HMAC-SHA256 of the body)." }
@@ -170,11 +165,10 @@ async fn set_active(
     active: bool,
 ) -> PageResult<Response> {
     let id = numeric_id(id)?;
-    state
-        .store
-        .set_webhook_active(signed.merchant_id(), id, active)
-        .await?
-        .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    match webhooks::set_webhook_active(state, signed.merchant_id(), id, active).await {
+        Err(app::Error::NotFound(_)) => return Err(PageError::NotFound(NO_SUCH_WEBHOOK)),
+        other => other?,
+    };
     Ok(match form.get("back") {
         Some("detail") => see_other(&format!("/webhooks/{id}")),
         _ => see_other(if active {
@@ -211,8 +205,7 @@ pub(crate) async fn show_webhook(
     RawQuery(query): RawQuery,
 ) -> PageResult {
     let id = numeric_id(&id)?;
-    let (page, page_size) =
-        parse_page(query.as_deref().unwrap_or("")).map_err(crate::http::ApiError::from)?;
+    let (page, page_size) = parse_page(query.as_deref().unwrap_or("")).map_err(app::Error::from)?;
     let (w, log) = delivery_log(&state, signed.merchant_id(), id, page, page_size)
         .await?
         .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
@@ -277,16 +270,15 @@ pub(crate) async fn confirm_delete_webhook(
     Path(id): Path<String>,
 ) -> PageResult {
     let id = numeric_id(&id)?;
-    let w = state
-        .store
-        .webhook(signed.merchant_id(), id)
-        .await?
-        .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    let w = match get_webhook(&state, signed.merchant_id(), id).await {
+        Err(app::Error::NotFound(_)) => return Err(PageError::NotFound(NO_SUCH_WEBHOOK)),
+        other => other?,
+    };
     let body = html! {
         div.card {
             p { "Delete the webhook " strong.url { (w.url) } "?" }
             p { "Nothing more is sent to it. Its delivery log is kept. This cannot be undone." }
-            form.inline-actions method="post" action={ "/webhooks/" (w.id) "/delete" } {
+            form.inline-actions method="post" action={ "/webhooks/" (w.webhook_id) "/delete" } {
                 (layout::csrf(&signed))
                 button.button.button-danger type="submit" { "Delete webhook" }
                 a.button.button-quiet href="/webhooks" { "Cancel" }
@@ -307,11 +299,10 @@ pub(crate) async fn delete_webhook(
     Path(id): Path<String>,
     SignedForm { signed, .. }: SignedForm,
 ) -> PageResult<Response> {
-    let id = numeric_id(&id)?;
-    if state.store.delete_webhook(signed.merchant_id(), id).await? {
-        Ok(see_other("/webhooks?deleted"))
-    } else {
-        Err(PageError::NotFound(NO_SUCH_WEBHOOK))
+    match webhooks::delete_webhook(&state, signed.merchant_id(), numeric_id(&id)?).await {
+        Ok(()) => Ok(see_other("/webhooks?deleted")),
+        Err(app::Error::NotFound(_)) => Err(PageError::NotFound(NO_SUCH_WEBHOOK)),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -353,7 +344,7 @@ pub(crate) async fn rotate_signing_key(
     State(state): State<AppState>,
     SignedForm { signed, .. }: SignedForm,
 ) -> PageResult {
-    let key = api::rotate_signing_key(&state, signed.merchant_id()).await?;
+    let key = webhooks::rotate_signing_key(&state, signed.merchant_id()).await?;
     let body = html! {
         p { "Made at " (layout::when(&key.created_at)) ". Any previous key no longer signs deliveries." }
         (layout::secret_once("new-shipment-signing-key", "Shipment signing key", key.signing_key.expose()))

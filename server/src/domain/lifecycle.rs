@@ -1,6 +1,9 @@
 //! The shipment state machine of DESIGN §3, as a pure table.
 
-use shipment_sdk::model::Status;
+use chrono::{DateTime, Utc};
+use shipment_sdk::model::{Shipment, Status};
+
+use super::Refusal;
 
 /// Everything that can be asked of a shipment after creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +113,47 @@ pub fn apply(status: &Status, operation: Operation) -> Result<Outcome, InvalidSt
     Ok(outcome)
 }
 
+/// Applies `op` to `shipment` at `at`: checks it against the table, moves
+/// the status, stamps the matching `*_at` (and takes the driver off when it
+/// goes back to the courier). `Ok(false)` when nothing changes. Version and
+/// `updated_at` are the store's: it sets them when it writes a change.
+pub fn change(shipment: &mut Shipment, op: Operation, at: DateTime<Utc>) -> Result<bool, Refusal> {
+    let to = match apply(&shipment.status, op)? {
+        Outcome::MoveTo(to) => to,
+        Outcome::Annotate => return Ok(true),
+        Outcome::Unchanged => return Ok(false),
+    };
+    let stamp = match to {
+        Status::AssignedToCourier => {
+            shipment.assigned_driver_id = None;
+            &mut shipment.assigned_to_courier_at
+        }
+        Status::AssignedToDriver => &mut shipment.assigned_to_driver_at,
+        Status::InTransit => &mut shipment.picked_up_at,
+        Status::Delivered => &mut shipment.delivered_at,
+        Status::Failed => &mut shipment.failed_at,
+        Status::Returned => &mut shipment.returned_at,
+        Status::Cancelled => &mut shipment.cancelled_at,
+        Status::Pending | Status::Unknown(_) => {
+            unreachable!("the lifecycle never moves to {to}")
+        }
+    };
+    *stamp = Some(at);
+    shipment.status = to;
+    Ok(true)
+}
+
+/// Rates a delivered shipment, once: "rate once, only when delivered".
+pub fn rate(shipment: &mut Shipment, rating: u8, at: DateTime<Utc>) -> Result<bool, Refusal> {
+    change(shipment, Operation::Rate, at)?;
+    if shipment.rating.is_some() {
+        return Err(Refusal::AlreadyRated);
+    }
+    shipment.rating = Some(rating);
+    shipment.rated_at = Some(at);
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +247,92 @@ mod tests {
             }
         }
         assert_eq!(allowed, 18, "the table has 18 allowed pairs");
+    }
+
+    /// A shipment in `status` with a driver, nothing stamped yet.
+    fn shipment_in(status: &Status) -> Shipment {
+        let at = "2026-11-21T09:30:12.123456Z";
+        serde_json::from_value(serde_json::json!({
+            "id": 1, "code": "SHP-7K3M-Q9ZX", "merchant_id": 1, "status": status.as_str(),
+            "courier_company_id": 1, "assigned_driver_id": 7, "description": null,
+            "weight_kg": null, "dimensions": null, "items": [], "start_address": null,
+            "end_address": null, "total_fee": 5.0, "webhook_url": null, "version": 1,
+            "rating": null, "failure_reason": null, "created_at": at,
+            "assigned_to_courier_at": null, "assigned_to_driver_at": null,
+            "picked_up_at": null, "delivered_at": null, "failed_at": null,
+            "returned_at": null, "cancelled_at": null, "rated_at": null, "updated_at": at
+        }))
+        .unwrap()
+    }
+
+    /// Which timestamp a move to `to` stamps, written out by hand.
+    fn stamp_of(s: &Shipment, to: &Status) -> Option<DateTime<Utc>> {
+        match to {
+            S::AssignedToCourier => s.assigned_to_courier_at,
+            S::AssignedToDriver => s.assigned_to_driver_at,
+            S::InTransit => s.picked_up_at,
+            S::Delivered => s.delivered_at,
+            S::Failed => s.failed_at,
+            S::Returned => s.returned_at,
+            S::Cancelled => s.cancelled_at,
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn every_move_stamps_its_own_timestamp_and_nothing_else() {
+        let at: DateTime<Utc> = "2026-11-22T10:00:00.000001Z".parse().unwrap();
+        for status in S::KNOWN {
+            for op in Op::ALL {
+                let mut shipment = shipment_in(&status);
+                let before = shipment.clone();
+                match (change(&mut shipment, op, at), apply(&status, op)) {
+                    (Ok(true), Ok(Outcome::MoveTo(to))) => {
+                        assert_eq!(shipment.status, to);
+                        assert_eq!(stamp_of(&shipment, &to), Some(at), "{status} {op:?}");
+                        let stamped = |s: &Shipment| {
+                            [
+                                s.assigned_to_courier_at,
+                                s.assigned_to_driver_at,
+                                s.picked_up_at,
+                                s.delivered_at,
+                                s.failed_at,
+                                s.returned_at,
+                                s.cancelled_at,
+                            ]
+                            .iter()
+                            .filter(|t| t.is_some())
+                            .count()
+                        };
+                        assert_eq!(stamped(&shipment), stamped(&before) + 1, "{status} {op:?}");
+                        // Back to the courier: the driver is taken off.
+                        let driver = (to != S::AssignedToCourier).then_some(7);
+                        assert_eq!(shipment.assigned_driver_id, driver);
+                    }
+                    (Ok(changed), Ok(_)) => {
+                        assert_eq!(shipment.status, status);
+                        assert_eq!(changed, op == Op::Rate, "{status} {op:?}");
+                    }
+                    (Err(_), Err(_)) => assert_eq!(shipment, before),
+                    (got, table) => panic!("{status} {op:?}: {got:?} but the table says {table:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_delivered_shipment_is_rated_once() {
+        let at: DateTime<Utc> = "2026-11-22T10:00:00.000001Z".parse().unwrap();
+        let mut shipment = shipment_in(&S::Delivered);
+        assert_eq!(rate(&mut shipment, 9, at), Ok(true));
+        assert_eq!((shipment.rating, shipment.rated_at), (Some(9), Some(at)));
+        assert_eq!(rate(&mut shipment, 3, at), Err(Refusal::AlreadyRated));
+        assert_eq!(shipment.rating, Some(9));
+        let mut moving = shipment_in(&S::InTransit);
+        assert!(matches!(
+            rate(&mut moving, 9, at),
+            Err(Refusal::InvalidState(_))
+        ));
     }
 
     #[test]

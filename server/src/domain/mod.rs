@@ -2,6 +2,7 @@
 //! Nothing here does I/O, so all of it is tested as plain functions.
 
 pub mod code;
+pub mod confirmation;
 pub mod email;
 pub mod fee;
 pub mod keys;

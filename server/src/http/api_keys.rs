@@ -9,32 +9,18 @@ use shipment_sdk::model::{
     ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, Secret, VerifyApiKey,
 };
 
-use super::auth::Session;
+use super::ApiError;
 use super::extract::{ApiJson, MaybeJson};
 use super::openapi::{IdParam, Problems};
-use super::{ApiError, AppState};
-use crate::domain::keys::{self, KeyKind};
-use crate::store::dashboard::ApiKeyInfo;
-
-/// Longest key name accepted.
-pub const MAX_KEY_NAME: usize = 100;
+use crate::app::api_keys::{create_api_key, delete_api_key, find_own_key, list_api_keys};
+use crate::app::auth::Session;
+use crate::app::{AppState, numeric_id};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/api-keys", get(list_keys).post(create_key))
         .route("/api-keys/verify", post(verify_key))
         .route("/api-keys/{id}", delete(delete_key))
-}
-
-fn view(k: ApiKeyInfo) -> ApiKey {
-    ApiKey {
-        id: k.id,
-        name: k.name,
-        prefix: k.prefix,
-        last4: k.last4,
-        created_at: k.created_at,
-        last_used_at: k.last_used_at,
-    }
 }
 
 #[utoipa::path(
@@ -52,10 +38,8 @@ async fn list_keys(
     State(state): State<AppState>,
     session: Session,
 ) -> Result<Json<List<ApiKey>>, ApiError> {
-    let data = state.store.api_keys(session.merchant_id).await?;
-    Ok(Json(List {
-        data: data.into_iter().map(view).collect(),
-    }))
+    let data = list_api_keys(&state, session.merchant_id).await?;
+    Ok(Json(List { data }))
 }
 
 #[utoipa::path(
@@ -78,7 +62,7 @@ async fn create_key(
     session: Session,
     MaybeJson(body): MaybeJson<CreateApiKey>,
 ) -> Result<(StatusCode, Json<NewApiKey>), ApiError> {
-    let (info, key) = create_named_key(
+    let (api_key, key) = create_api_key(
         &state,
         session.merchant_id,
         body.unwrap_or_default().name.as_deref(),
@@ -87,41 +71,10 @@ async fn create_key(
     Ok((
         StatusCode::CREATED,
         Json(NewApiKey {
-            api_key: view(info),
+            api_key,
             key: Secret::new(key.expose()),
         }),
     ))
-}
-
-/// Creates an API key for the merchant, named `name` (trimmed; a default
-/// when empty; at most [`MAX_KEY_NAME`] characters). The secret is returned
-/// once and only its digest is stored.
-pub(crate) async fn create_named_key(
-    state: &AppState,
-    merchant_id: i64,
-    name: Option<&str>,
-) -> Result<(ApiKeyInfo, keys::Secret), ApiError> {
-    let name = match name.map(str::trim) {
-        Some(n) if n.chars().count() > MAX_KEY_NAME => {
-            return Err(ApiError::invalid_field(
-                "name",
-                format!("`name` must be at most {MAX_KEY_NAME} characters"),
-            ));
-        }
-        // PostgreSQL text cannot hold NUL.
-        Some(n) if n.contains('\0') => {
-            return Err(ApiError::invalid_field(
-                "name",
-                "`name` must not contain NUL characters",
-            ));
-        }
-        Some(n) if !n.is_empty() => n.to_owned(),
-        _ => "API key".to_owned(),
-    };
-    Ok(state
-        .store
-        .create_named_api_key(merchant_id, &name, state.environment)
-        .await?)
 }
 
 #[utoipa::path(
@@ -141,12 +94,8 @@ async fn delete_key(
     session: Session,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = numeric_id(&id)?;
-    if state.store.delete_api_key(session.merchant_id, id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("you have no API key with this id"))
-    }
+    delete_api_key(&state, session.merchant_id, numeric_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Whether a pasted string is one of this merchant's working keys. Any
@@ -182,31 +131,4 @@ async fn verify_key(
             },
         },
     ))
-}
-
-/// The merchant's working key that `pasted` is, if it is one: well formed,
-/// of this server's environment, and not deleted.
-pub(crate) async fn find_own_key(
-    state: &AppState,
-    merchant_id: i64,
-    pasted: &str,
-) -> Result<Option<ApiKeyInfo>, ApiError> {
-    let key = pasted.trim();
-    let well_formed = keys::shape(key)
-        .is_some_and(|s| s.kind == KeyKind::Merchant && s.environment == state.environment);
-    if !well_formed {
-        return Ok(None);
-    }
-    Ok(state
-        .store
-        .api_key_by_digest(merchant_id, &keys::digest(key))
-        .await?)
-}
-
-/// A positive integer id from a path segment.
-pub(crate) fn numeric_id(raw: &str) -> Result<i64, ApiError> {
-    raw.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| ApiError::invalid_identifier(format!("`{raw}` is not a valid id")))
 }

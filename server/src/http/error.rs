@@ -5,6 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use shipment_sdk::model::Problem;
 
+use crate::app;
 use crate::domain::{FieldError, FieldErrorKind, Refusal};
 use crate::store::StoreError;
 
@@ -164,6 +165,30 @@ impl From<Refusal> for ApiError {
                 ApiError::new(StatusCode::BAD_REQUEST, "invalid_confirmation_code", detail)
                     .with_field("confirmation_code")
             }
+        }
+    }
+}
+
+impl From<app::Error> for ApiError {
+    fn from(e: app::Error) -> ApiError {
+        match e {
+            app::Error::Field(e) => e.into(),
+            app::Error::InvalidIdentifier(detail) => ApiError::invalid_identifier(detail),
+            app::Error::NotFound(detail) => ApiError::not_found(detail),
+            app::Error::Refused(r) => r.into(),
+            e @ app::Error::IdempotencyKeyReused => {
+                ApiError::conflict("idempotency_conflict", e.to_string())
+                    .with_field("Idempotency-Key")
+            }
+            e @ app::Error::WebhookUrlTaken => {
+                ApiError::conflict("webhook_url_taken", e.to_string()).with_field("url")
+            }
+            e @ app::Error::WrongCredentials => ApiError::unauthenticated(e.to_string()),
+            e @ app::Error::Throttled { retry_after_secs } => {
+                ApiError::rate_limited(e.to_string(), retry_after_secs)
+            }
+            app::Error::Store(e) => e.into(),
+            app::Error::Internal(cause) => ApiError::internal(&cause),
         }
     }
 }

@@ -9,7 +9,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use super::{ApiError, AppState};
+use super::ApiError;
+use crate::app::AppState;
 use crate::domain::code::ShipmentCode;
 use crate::domain::keys::{self, KeyKind};
 use crate::store::Store;

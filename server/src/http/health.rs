@@ -6,7 +6,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState};
+use super::ApiError;
+use crate::app::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

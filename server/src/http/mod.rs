@@ -1,7 +1,6 @@
 //! The HTTP layer: one router per resource, shared state, and the
 //! cross-cutting middleware (request ids, limits, problem-shaped fallbacks).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -12,109 +11,44 @@ use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
-use crate::domain::keys::Environment;
-use crate::domain::sealed::DataKey;
-use crate::store::Store;
+use crate::app::AppState;
 
 pub(crate) mod api_keys;
 pub(crate) mod auth;
-mod courier;
-mod couriers;
+mod courier_side;
 pub mod error;
 pub mod extract;
 mod health;
+mod merchant_couriers;
 pub mod openapi;
 pub(crate) mod shipments;
 pub(crate) mod webhooks;
 
 pub use error::ApiError;
 
-/// Largest request body accepted (1 MiB); larger is 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use crate::config::MAX_BODY_BYTES;
 /// Header carrying the request id, echoed when the caller sends one.
 pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 /// Longest caller-supplied request id kept; longer ones are replaced.
 const MAX_REQUEST_ID: usize = 128;
 
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The database.
-    pub store: Store,
-    /// Which keys this server takes.
-    pub environment: Environment,
-    /// Longest a request may take before it is answered 503.
-    pub request_timeout: Duration,
-    /// Seals signing keys before they are stored.
-    pub data_key: DataKey,
-    /// Whether webhooks may point at private addresses.
-    pub allow_private_webhook_targets: bool,
-    /// Password checks running at once: argon2 is deliberately slow, so a
-    /// flood of sign-ins queues here instead of starving the API.
-    pub password_checks: Arc<tokio::sync::Semaphore>,
-    /// Wakes this process's webhook dispatcher after a shipment changed, so
-    /// a delivery does not wait for the next poll.
-    pub outbox_signal: Arc<tokio::sync::Notify>,
-    /// Mark the dashboard's cookies `Secure` even when no proxy says the
-    /// browser came over HTTPS.
-    pub dashboard_secure_cookies: bool,
-}
-
-impl AppState {
-    /// The state of a server.
-    pub fn new(
-        store: Store,
-        environment: Environment,
-        request_timeout: Duration,
-        data_key: DataKey,
-        allow_private_webhook_targets: bool,
-        outbox_signal: Arc<tokio::sync::Notify>,
-    ) -> AppState {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        AppState {
-            store,
-            environment,
-            request_timeout,
-            data_key,
-            allow_private_webhook_targets,
-            password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
-            outbox_signal,
-            dashboard_secure_cookies: false,
-        }
-    }
-
-    /// `staging` or `production`.
-    pub fn environment_name(&self) -> &'static str {
-        match self.environment {
-            Environment::Staging => "staging",
-            Environment::Production => "production",
-        }
-    }
-}
-
 /// The whole application: `/healthz`, `/readyz`, the API under `/api/v1`,
-/// when `with_dashboard` the dashboard's pages at the root, and when
-/// `with_metrics` `/metrics`.
-pub fn router(state: AppState, with_metrics: bool, with_dashboard: bool) -> Router {
-    // Every successful write to a shipment wrote an outbox row.
-    let changes = Router::new()
-        .merge(shipments::router())
-        .merge(courier::router())
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            wake_dispatcher,
-        ));
+/// `pages` at the root (the dashboard's, or none), and when `with_metrics`
+/// `/metrics`. The pages come in as a router, so this layer does not
+/// depend on the dashboard's.
+pub(crate) fn router(state: AppState, with_metrics: bool, pages: Router<AppState>) -> Router {
     let api = Router::new()
-        .merge(changes)
-        .merge(couriers::router())
+        .merge(shipments::router())
+        .merge(courier_side::router())
+        .merge(merchant_couriers::router())
         .merge(auth::router())
         .merge(api_keys::router())
         .merge(webhooks::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
-    let mut app = Router::new().merge(health::router()).nest("/api/v1", api);
-    if with_dashboard {
-        app = app.merge(crate::dashboard::router());
-    }
+    let mut app = Router::new()
+        .merge(health::router())
+        .nest("/api/v1", api)
+        .merge(pages);
     if with_metrics {
         let store = state.store.clone();
         app = app.route(
@@ -125,15 +59,11 @@ pub fn router(state: AppState, with_metrics: bool, with_dashboard: bool) -> Rout
     with_common_layers(app, state)
 }
 
-/// The dashboard alone, for a listener of its own (`--dashboard-addr`).
-pub fn dashboard_router(state: AppState) -> Router {
-    with_common_layers(crate::dashboard::router(), state)
-}
-
 /// What every listener's requests go through: request ids, the time
 /// limit, the body limit, panics caught, one log line each, metrics, and
-/// problem-shaped 404 and 405.
-fn with_common_layers(app: Router<AppState>, state: AppState) -> Router {
+/// problem-shaped 404 and 405. The dashboard's own listener
+/// (`--dashboard-addr`) serves its pages through these too.
+pub(crate) fn with_common_layers(app: Router<AppState>, state: AppState) -> Router {
     let timeout = state.request_timeout;
     app.route_layer(middleware::from_fn(crate::metrics::track_requests))
         .fallback(not_found)
@@ -181,20 +111,6 @@ async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Respo
         })
         .await;
     response.headers_mut().insert(REQUEST_ID_HEADER, value);
-    response
-}
-
-/// After a successful change, tells the dispatcher there is work.
-async fn wake_dispatcher(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let writes = req.method() != axum::http::Method::GET;
-    let response = next.run(req).await;
-    if writes && response.status().is_success() {
-        state.outbox_signal.notify_one();
-    }
     response
 }
 

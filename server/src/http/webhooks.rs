@@ -7,23 +7,16 @@ use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{
     Delivery, List, NewWebhook, Page, RegisterWebhook, Secret, SetWebhookActive, SigningKey,
-    Webhook, WebhookUrl,
+    Webhook,
 };
 
-use super::api_keys::numeric_id;
-use super::auth::Session;
+use super::ApiError;
 use super::extract::ApiJson;
 use super::openapi::{IdParam, PageParams, Problems};
-use super::{ApiError, AppState};
-use crate::domain::keys;
+use crate::app::auth::Session;
+use crate::app::webhooks;
+use crate::app::{AppState, numeric_id};
 use crate::domain::list_query::parse_page;
-use crate::domain::validation::webhook_url;
-use crate::store::StoreError;
-use crate::store::dashboard::{DeliveryRecord, WebhookInfo};
-use crate::webhooks::guard;
-
-/// Prefix of signing keys.
-pub const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -34,29 +27,6 @@ pub(super) fn router() -> Router<AppState> {
         )
         .route("/webhooks/{id}", patch(set_active).delete(delete_webhook))
         .route("/webhooks/{id}/deliveries", get(deliveries))
-}
-
-pub(crate) fn view(w: WebhookInfo) -> Webhook {
-    Webhook {
-        webhook_id: w.id,
-        url: w.url,
-        active: w.active,
-        created_at: w.created_at,
-    }
-}
-
-fn delivery(d: DeliveryRecord) -> Delivery {
-    Delivery {
-        id: d.id,
-        success: d.error.is_none(),
-        shipment_code: d.shipment_code,
-        version: d.version,
-        url: d.url,
-        status_code: d.status_code,
-        error: d.error,
-        duration_ms: d.duration_ms,
-        delivered_at: d.delivered_at,
-    }
 }
 
 #[utoipa::path(
@@ -74,36 +44,8 @@ async fn list_webhooks(
     State(state): State<AppState>,
     session: Session,
 ) -> Result<Json<List<Webhook>>, ApiError> {
-    let data = state.store.webhooks(session.merchant_id).await?;
-    Ok(Json(List {
-        data: data.into_iter().map(view).collect(),
-    }))
-}
-
-/// Checks a webhook target: a [`WebhookUrl`] (HTTPS, no credentials),
-/// and (unless private targets are allowed) a host that resolves to a
-/// public address.
-pub(super) async fn check_webhook_url(
-    state: &AppState,
-    field: &str,
-    raw: &str,
-) -> Result<WebhookUrl, ApiError> {
-    let url = webhook_url(field, raw)?;
-    check_target(state, field, &url).await?;
-    Ok(url)
-}
-
-/// Refuses a target the server may not deliver to, with one message
-/// whatever the reason (the guard logs it): telling "does not resolve"
-/// from "private" would let a merchant probe internal names.
-pub(super) async fn check_target(
-    state: &AppState,
-    field: &str,
-    url: &WebhookUrl,
-) -> Result<(), ApiError> {
-    guard::check_target(url.as_url(), state.allow_private_webhook_targets)
-        .await
-        .map_err(|why| ApiError::invalid_field(field, format!("`{field}` cannot be used: {why}")))
+    let data = webhooks::list_webhooks(&state, session.merchant_id).await?;
+    Ok(Json(List { data }))
 }
 
 #[utoipa::path(
@@ -123,40 +65,15 @@ async fn register_webhook(
     session: Session,
     ApiJson(body): ApiJson<RegisterWebhook>,
 ) -> Result<(StatusCode, Json<NewWebhook>), ApiError> {
-    let (webhook, signing_key) = register(&state, session.merchant_id, &body.url).await?;
+    let (webhook, signing_key) =
+        webhooks::register_webhook(&state, session.merchant_id, &body.url).await?;
     Ok((
         StatusCode::CREATED,
         Json(NewWebhook {
-            webhook: view(webhook),
+            webhook,
             signing_key: Secret::new(signing_key.expose()),
         }),
     ))
-}
-
-/// Registers a webhook for the merchant after checking its URL; returns it
-/// with its signing key (shown once; stored sealed). A URL the merchant
-/// has already registered is 409 `webhook_url_taken`.
-pub(crate) async fn register(
-    state: &AppState,
-    merchant_id: i64,
-    url: &str,
-) -> Result<(WebhookInfo, keys::Secret), ApiError> {
-    let url = check_webhook_url(state, "url", url).await?;
-    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
-    let sealed = state.data_key.seal(signing_key.expose());
-    match state
-        .store
-        .create_webhook(merchant_id, url.as_str(), &sealed)
-        .await
-    {
-        Ok(w) => Ok((w, signing_key)),
-        Err(StoreError::Conflict(_)) => Err(ApiError::conflict(
-            "webhook_url_taken",
-            "you have already registered this URL",
-        )
-        .with_field("url")),
-        Err(e) => Err(e.into()),
-    }
 }
 
 #[utoipa::path(
@@ -179,12 +96,9 @@ async fn set_active(
     ApiJson(body): ApiJson<SetWebhookActive>,
 ) -> Result<Json<Webhook>, ApiError> {
     let id = numeric_id(&id)?;
-    state
-        .store
-        .set_webhook_active(session.merchant_id, id, body.active)
-        .await?
-        .map(|w| Json(view(w)))
-        .ok_or_else(|| ApiError::not_found("you have no webhook with this id"))
+    let webhook =
+        webhooks::set_webhook_active(&state, session.merchant_id, id, body.active).await?;
+    Ok(Json(webhook))
 }
 
 #[utoipa::path(
@@ -204,12 +118,8 @@ async fn delete_webhook(
     session: Session,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = numeric_id(&id)?;
-    if state.store.delete_webhook(session.merchant_id, id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("you have no webhook with this id"))
-    }
+    webhooks::delete_webhook(&state, session.merchant_id, numeric_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(
@@ -232,39 +142,10 @@ async fn deliveries(
 ) -> Result<Json<Page<Delivery>>, ApiError> {
     let id = numeric_id(&id)?;
     let (page, page_size) = parse_page(query.as_deref().unwrap_or(""))?;
-    let (_, log) = delivery_log(&state, session.merchant_id, id, page, page_size)
+    let (_, log) = webhooks::delivery_log(&state, session.merchant_id, id, page, page_size)
         .await?
-        .ok_or_else(|| ApiError::not_found("you have no webhook with this id"))?;
+        .ok_or_else(webhooks::no_such_webhook)?;
     Ok(Json(log))
-}
-
-/// One of the merchant's webhooks and a page of its delivery log, newest
-/// first; `None` when the merchant has no such webhook.
-pub(crate) async fn delivery_log(
-    state: &AppState,
-    merchant_id: i64,
-    id: i64,
-    page: u32,
-    page_size: u32,
-) -> Result<Option<(Webhook, Page<Delivery>)>, ApiError> {
-    let Some(webhook) = state.store.webhook(merchant_id, id).await? else {
-        return Ok(None);
-    };
-    let offset = u64::from(page - 1) * u64::from(page_size);
-    let (rows, total) = state
-        .store
-        .webhook_deliveries(id, page_size, offset)
-        .await?;
-    Ok(Some((
-        view(webhook),
-        Page {
-            data: rows.into_iter().map(delivery).collect(),
-            page,
-            page_size,
-            total,
-            total_pages: total.div_ceil(u64::from(page_size)),
-        },
-    )))
 }
 
 #[utoipa::path(
@@ -284,24 +165,6 @@ async fn rotate_shipment_signing_key(
 ) -> Result<(StatusCode, Json<SigningKey>), ApiError> {
     Ok((
         StatusCode::CREATED,
-        Json(rotate_signing_key(&state, session.merchant_id).await?),
+        Json(webhooks::rotate_signing_key(&state, session.merchant_id).await?),
     ))
-}
-
-/// Creates or replaces the merchant's shipment signing key; the new key
-/// is returned once (stored sealed) and the old one stops working.
-pub(crate) async fn rotate_signing_key(
-    state: &AppState,
-    merchant_id: i64,
-) -> Result<SigningKey, ApiError> {
-    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
-    let sealed = state.data_key.seal(signing_key.expose());
-    let created_at = state
-        .store
-        .set_shipment_signing_key(merchant_id, &sealed)
-        .await?;
-    Ok(SigningKey {
-        signing_key: Secret::new(signing_key.expose()),
-        created_at,
-    })
 }

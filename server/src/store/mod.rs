@@ -14,10 +14,13 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 
-pub mod accounts;
-pub mod dashboard;
+pub mod api_keys;
+pub mod auth;
+pub mod couriers;
+pub mod merchants;
 pub mod outbox;
 pub mod shipments;
+pub mod webhooks;
 
 /// Runs `$body` with `$pool` bound to the concrete pool.
 macro_rules! on_pool {

@@ -9,10 +9,11 @@ use sqlx::AssertSqlSafe;
 use super::{Store, StoreError, Tx, classify, now, on_pool, on_tx, outbox};
 use crate::domain::Refusal;
 use crate::domain::code::ShipmentCode;
+use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
-use crate::domain::lifecycle::{self, Operation, Outcome};
-use crate::domain::list_query::ListQuery;
 use crate::domain::validation::NewShipment;
+
+mod list;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
@@ -21,17 +22,15 @@ const CONFIRMATION_CODE: &str = "SELECT code_digest, expires_at, failed_attempts
 /// [`CONFIRMATION_CODE`], with the row locked until the transaction ends.
 const CONFIRMATION_CODE_LOCKED: &str = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes WHERE shipment_id = $1 FOR UPDATE";
 
-/// Wrong confirmation codes tolerated before the code is void.
-pub const MAX_CONFIRMATION_ATTEMPTS: i64 = 5;
-
 const COLUMNS: &str = "id, code, merchant_id, courier_company_id, status, assigned_driver_id, \
     description, weight_kg, dimensions, items, start_address, end_address, total_fee_minor, \
     webhook_url, version, rating, failure_reason, created_at, assigned_to_courier_at, \
     assigned_to_driver_at, picked_up_at, delivered_at, failed_at, returned_at, cancelled_at, \
     rated_at, updated_at";
 
-/// A shipment row, as stored. Domain code changes it in place and the store
-/// writes it back ([`Store::change_shipment`]).
+/// A shipment row, as stored. Changes are decided on its wire form
+/// ([`ShipmentRecord::to_model`], by `domain::lifecycle`) and written back
+/// by [`Store::change_shipment`].
 #[derive(Debug, Clone, sqlx::FromRow)]
 #[allow(missing_docs)]
 pub struct ShipmentRecord {
@@ -68,39 +67,6 @@ impl ShipmentRecord {
     /// The status as the wire model knows it.
     pub fn status(&self) -> Status {
         self.status.parse().unwrap_or_else(|never| match never {})
-    }
-
-    /// Sets the status.
-    pub fn set_status(&mut self, status: &Status) {
-        self.status = status.as_str().to_owned();
-    }
-
-    /// Applies a lifecycle operation: checks it against the table, moves the
-    /// status and stamps the matching `*_at`. `Ok(false)` when nothing changes.
-    pub fn apply(&mut self, op: Operation, at: DateTime<Utc>) -> Result<bool, Refusal> {
-        let to = match lifecycle::apply(&self.status(), op)? {
-            Outcome::MoveTo(to) => to,
-            Outcome::Annotate => return Ok(true),
-            Outcome::Unchanged => return Ok(false),
-        };
-        let stamp = match to {
-            Status::AssignedToCourier => {
-                self.assigned_driver_id = None;
-                &mut self.assigned_to_courier_at
-            }
-            Status::AssignedToDriver => &mut self.assigned_to_driver_at,
-            Status::InTransit => &mut self.picked_up_at,
-            Status::Delivered => &mut self.delivered_at,
-            Status::Failed => &mut self.failed_at,
-            Status::Returned => &mut self.returned_at,
-            Status::Cancelled => &mut self.cancelled_at,
-            Status::Pending | Status::Unknown(_) => {
-                unreachable!("the lifecycle never moves to {to}")
-            }
-        };
-        *stamp = Some(at);
-        self.set_status(&to);
-        Ok(true)
     }
 
     /// The wire form.
@@ -167,8 +133,12 @@ pub enum Change<T = Shipment> {
     NotFound,
     /// The caller may not, or the shipment cannot.
     Refused(Refusal),
-    /// Done (or nothing to do); the shipment as it now is.
+    /// Done: the change is committed with its outbox row; the shipment as
+    /// it now is.
     Done(T),
+    /// Nothing to do (cancelling a cancelled shipment, say): no write, no
+    /// delivery; the shipment as it is.
+    Unchanged(T),
 }
 
 /// Who is acting on a shipment; a shipment is visible to its merchant and
@@ -190,27 +160,6 @@ impl Actor {
     }
 }
 
-/// A typed value bound into dynamic SQL.
-enum Bind {
-    Int(i64),
-    Text(String),
-    Time(DateTime<Utc>),
-}
-
-macro_rules! bind_all {
-    ($query:expr, $binds:expr) => {{
-        let mut q = $query;
-        for b in $binds {
-            q = match b {
-                Bind::Int(v) => q.bind(*v),
-                Bind::Text(v) => q.bind(v.clone()),
-                Bind::Time(v) => q.bind(*v),
-            };
-        }
-        q
-    }};
-}
-
 async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM shipments WHERE code = $1");
     Ok(on_tx!(tx, |conn| sqlx::query_as(AssertSqlSafe(sql))
@@ -221,20 +170,16 @@ async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>
 
 /// Writes back every mutable column if nobody changed the row since it was
 /// read; `false` if somebody did (the caller retries).
-async fn write_back(
-    tx: &mut Tx,
-    r: &ShipmentRecord,
-    read_version: i64,
-) -> Result<bool, StoreError> {
+async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool, StoreError> {
     let sql = "UPDATE shipments SET status = $1, assigned_driver_id = $2, version = $3, \
         rating = $4, failure_reason = $5, assigned_to_courier_at = $6, assigned_to_driver_at = $7, \
         picked_up_at = $8, delivered_at = $9, failed_at = $10, returned_at = $11, \
         cancelled_at = $12, rated_at = $13, updated_at = $14 WHERE id = $15 AND version = $16";
     let done = on_tx!(tx, |conn| sqlx::query(sql)
-        .bind(&r.status)
+        .bind(r.status.as_str())
         .bind(r.assigned_driver_id)
         .bind(r.version)
-        .bind(r.rating)
+        .bind(r.rating.map(i64::from))
         .bind(&r.failure_reason)
         .bind(r.assigned_to_courier_at)
         .bind(r.assigned_to_driver_at)
@@ -414,84 +359,9 @@ impl Store {
         .await)?)
     }
 
-    /// A page of the actor's shipments, newest first, and the total count.
-    pub async fn list_shipments(
-        &self,
-        actor: Actor,
-        q: &ListQuery,
-    ) -> Result<(Vec<Shipment>, u64), StoreError> {
-        let (owner_column, owner) = match actor {
-            Actor::Merchant(id) => ("merchant_id", id),
-            Actor::Courier(id) => ("courier_company_id", id),
-        };
-        let mut filter = format!(" WHERE {owner_column} = $1");
-        let mut binds = vec![Bind::Int(owner)];
-        let mut add = |clause: &str, bind: Bind| {
-            binds.push(bind);
-            filter.push_str(&format!(" AND {clause} ${}", binds.len()));
-        };
-        if let Some(s) = &q.status {
-            add("status =", Bind::Text(s.as_str().to_owned()));
-        }
-        if let Some(c) = q.courier_company_id {
-            add("courier_company_id =", Bind::Int(c));
-        }
-        if let Some(t) = q.created_after {
-            add("created_at >=", Bind::Time(t));
-        }
-        if let Some(t) = q.created_before {
-            add("created_at <", Bind::Time(t));
-        }
-        if let Some(t) = q.updated_after {
-            add("updated_at >=", Bind::Time(t));
-        }
-        // A merchant's list filtered by nothing or by status alone (the
-        // common pages) takes its total from the maintained counts; any
-        // other filter counts the matching rows.
-        let counted = matches!(actor, Actor::Merchant(_))
-            && q.courier_company_id.is_none()
-            && q.created_after.is_none()
-            && q.created_before.is_none()
-            && q.updated_after.is_none();
-        let count_sql = if counted {
-            let status = if q.status.is_some() {
-                " AND status = $2"
-            } else {
-                ""
-            };
-            format!(
-                "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM shipment_counts WHERE merchant_id = $1{status}"
-            )
-        } else {
-            format!("SELECT COUNT(*) FROM shipments{filter}")
-        };
-        let page_sql = format!(
-            "SELECT {COLUMNS} FROM shipments{filter} ORDER BY created_at DESC, id DESC \
-             LIMIT {} OFFSET {}",
-            q.page_size,
-            q.offset()
-        );
-        let total: i64 = on_pool!(self, |pool| bind_all!(
-            sqlx::query_scalar(AssertSqlSafe(count_sql.clone())),
-            &binds
-        )
-        .fetch_one(pool)
-        .await)?;
-        let rows: Vec<ShipmentRecord> = on_pool!(self, |pool| bind_all!(
-            sqlx::query_as(AssertSqlSafe(page_sql.clone())),
-            &binds
-        )
-        .fetch_all(pool)
-        .await)?;
-        let data = rows
-            .iter()
-            .map(ShipmentRecord::to_model)
-            .collect::<Result<_, _>>()?;
-        Ok((data, u64::try_from(total).unwrap_or(0)))
-    }
-
     /// Reads a shipment, lets `decide` change it, and writes it back with
-    /// `version` + 1 and `updated_at` = now, all in one transaction.
+    /// `version` + 1 and `updated_at` = now, with its outbox row, all in one
+    /// transaction.
     ///
     /// `decide` gets the record and the time of the change; it returns
     /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
@@ -500,29 +370,82 @@ impl Store {
         &self,
         code: &str,
         actor: Actor,
-        mut decide: impl FnMut(&mut ShipmentRecord, DateTime<Utc>) -> Result<bool, Refusal>,
+        decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
+    ) -> Result<Change, StoreError> {
+        self.change(code, actor, None, decide).await
+    }
+
+    /// Delivers a shipment: [`Store::change_shipment`] that first checks
+    /// the confirmation code, if one was generated, by
+    /// [`confirmation::check`]. A wrong code is counted (and the count
+    /// committed) though the delivery is refused; a delivery consumes the
+    /// code.
+    pub async fn deliver_shipment(
+        &self,
+        code: &str,
+        courier_id: i64,
+        provided: Option<&str>,
+        decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
+    ) -> Result<Change, StoreError> {
+        self.change(code, Actor::Courier(courier_id), Some(provided), decide)
+            .await
+    }
+
+    /// The one change path; `confirmation` is `Some(provided code)` when
+    /// the change needs the confirmation code checked (deliver).
+    async fn change(
+        &self,
+        code: &str,
+        actor: Actor,
+        confirmation: Option<Option<&str>>,
+        mut decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
     ) -> Result<Change, StoreError> {
         for _ in 0..ATTEMPTS {
             let mut tx = self.begin().await?;
-            let Some(mut record) = fetch_by_code(&mut tx, code).await? else {
+            let Some(record) = fetch_by_code(&mut tx, code).await? else {
                 return Ok(Change::NotFound);
             };
             if !actor.may_see(&record) {
                 return Ok(Change::Refused(Refusal::Forbidden));
             }
+            let mut shipment = record.to_model()?;
             let at = now();
             let read_version = record.version;
             let read_status = record.status.clone();
-            match decide(&mut record, at) {
+            match decide(&mut shipment, at) {
                 Err(refusal) => return Ok(Change::Refused(refusal)),
-                Ok(false) => return Ok(Change::Done(record.to_model()?)),
+                Ok(false) => return Ok(Change::Unchanged(shipment)),
                 Ok(true) => {}
             }
-            record.version = read_version + 1;
-            record.updated_at = at;
-            if write_back(&mut tx, &record, read_version).await? {
-                recount(&mut tx, record.merchant_id, &read_status, &record.status).await?;
-                let shipment = record.to_model()?;
+            if let Some(provided) = confirmation
+                && let Some(stored) = confirmation_code(&mut tx, record.id).await?
+                && let Err(refusal) = confirmation::check(&stored, provided, at)
+            {
+                if refusal.counts {
+                    count_wrong_code(&mut tx, record.id).await?;
+                    tx.commit().await?;
+                }
+                let reason = refusal.reason.to_owned();
+                return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
+            }
+            shipment.version = read_version + 1;
+            shipment.updated_at = at;
+            if write_back(&mut tx, &shipment, read_version).await? {
+                recount(
+                    &mut tx,
+                    record.merchant_id,
+                    &read_status,
+                    shipment.status.as_str(),
+                )
+                .await?;
+                if confirmation.is_some() {
+                    let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
+                    on_tx!(&mut tx, |conn| sqlx::query(sql)
+                        .bind(record.id)
+                        .execute(conn)
+                        .await
+                        .map(|r| r.rows_affected()))?;
+                }
                 outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
                 tx.commit().await?;
                 return Ok(Change::Done(shipment));
@@ -568,95 +491,43 @@ impl Store {
         tx.commit().await?;
         Ok(Change::Done(()))
     }
+}
 
-    /// Delivers a shipment: like [`Store::change_shipment`], but first checks
-    /// the confirmation code if one was generated. A wrong code is counted
-    /// (and the count committed) even though the delivery is refused.
-    pub async fn deliver_shipment(
-        &self,
-        code: &str,
-        courier_id: i64,
-        provided: Option<&str>,
-        mut decide: impl FnMut(&mut ShipmentRecord, DateTime<Utc>) -> Result<bool, Refusal>,
-    ) -> Result<Change, StoreError> {
-        use subtle::ConstantTimeEq;
-        for _ in 0..ATTEMPTS {
-            let mut tx = self.begin().await?;
-            let Some(mut record) = fetch_by_code(&mut tx, code).await? else {
-                return Ok(Change::NotFound);
-            };
-            if !Actor::Courier(courier_id).may_see(&record) {
-                return Ok(Change::Refused(Refusal::Forbidden));
-            }
-            let at = now();
-            let read_version = record.version;
-            let read_status = record.status.clone();
-            if let Err(refusal) = decide(&mut record, at) {
-                return Ok(Change::Refused(refusal));
-            }
-            // Locked on PostgreSQL, so concurrent wrong codes queue here and
-            // each counts against the limit (SQLite's IMMEDIATE transaction
-            // already holds the only write lock).
-            let sql = match &tx {
-                Tx::Sqlite(_) => CONFIRMATION_CODE,
-                Tx::Postgres(_) => CONFIRMATION_CODE_LOCKED,
-            };
-            let stored: Option<(String, DateTime<Utc>, i64)> = on_tx!(&mut tx, |conn| {
-                sqlx::query_as(sql)
-                    .bind(record.id)
-                    .fetch_optional(conn)
-                    .await
-            })?;
-            if let Some((digest, expires_at, failed)) = stored {
-                let refuse =
-                    |why: &str| Ok(Change::Refused(Refusal::ConfirmationCode(why.to_owned())));
-                if failed >= MAX_CONFIRMATION_ATTEMPTS {
-                    return refuse(
-                        "the confirmation code is void after too many wrong attempts; the merchant must generate a new one",
-                    );
-                }
-                if expires_at <= at {
-                    return refuse(
-                        "the confirmation code has expired; the merchant must generate a new one",
-                    );
-                }
-                let Some(provided) = provided else {
-                    return refuse("this shipment needs its confirmation code to be delivered");
-                };
-                let matches: bool = crate::domain::keys::digest(provided)
-                    .as_bytes()
-                    .ct_eq(digest.as_bytes())
-                    .into();
-                if !matches {
-                    let sql = "UPDATE confirmation_codes SET failed_attempts = failed_attempts + 1 \
-                               WHERE shipment_id = $1";
-                    on_tx!(&mut tx, |conn| sqlx::query(sql)
-                        .bind(record.id)
-                        .execute(conn)
-                        .await
-                        .map(|r| r.rows_affected()))?;
-                    tx.commit().await?;
-                    return refuse("the confirmation code is wrong");
-                }
-            }
-            record.version = read_version + 1;
-            record.updated_at = at;
-            if write_back(&mut tx, &record, read_version).await? {
-                recount(&mut tx, record.merchant_id, &read_status, &record.status).await?;
-                let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
-                on_tx!(&mut tx, |conn| sqlx::query(sql)
-                    .bind(record.id)
-                    .execute(conn)
-                    .await
-                    .map(|r| r.rows_affected()))?;
-                let shipment = record.to_model()?;
-                outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
-                tx.commit().await?;
-                return Ok(Change::Done(shipment));
-            }
-        }
-        Err(StoreError::Conflict(format!(
-            "shipment {code} kept changing; try again"
-        )))
-    }
+/// The shipment's confirmation code, if one was generated; locked on
+/// PostgreSQL, so concurrent wrong codes queue here and each counts
+/// against the limit (SQLite's IMMEDIATE transaction already holds the only
+/// write lock).
+async fn confirmation_code(
+    tx: &mut Tx,
+    shipment_id: i64,
+) -> Result<Option<confirmation::StoredCode>, StoreError> {
+    let sql = match &*tx {
+        Tx::Sqlite(_) => CONFIRMATION_CODE,
+        Tx::Postgres(_) => CONFIRMATION_CODE_LOCKED,
+    };
+    let row: Option<(String, DateTime<Utc>, i64)> = on_tx!(tx, |conn| {
+        sqlx::query_as(sql)
+            .bind(shipment_id)
+            .fetch_optional(conn)
+            .await
+    })?;
+    Ok(row.map(
+        |(digest, expires_at, failed_attempts)| confirmation::StoredCode {
+            digest,
+            expires_at,
+            failed_attempts,
+        },
+    ))
+}
+
+/// Counts a wrong confirmation code.
+async fn count_wrong_code(tx: &mut Tx, shipment_id: i64) -> Result<(), StoreError> {
+    let sql = "UPDATE confirmation_codes SET failed_attempts = failed_attempts + 1 \
+               WHERE shipment_id = $1";
+    on_tx!(tx, |conn| sqlx::query(sql)
+        .bind(shipment_id)
+        .execute(conn)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(())
 }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use std::collections::HashMap;
 
 use tokio::sync::{Notify, Semaphore, watch};
@@ -87,7 +86,7 @@ impl Dispatcher {
         store: Store,
         data_key: DataKey,
         settings: DispatchSettings,
-    ) -> anyhow::Result<Dispatcher> {
+    ) -> Result<Dispatcher, crate::StartError> {
         let mut builder = reqwest::Client::builder()
             .user_agent(USER_AGENT)
             .timeout(settings.timeout)
@@ -99,11 +98,11 @@ impl Dispatcher {
                 allow_private: settings.allow_private_targets,
             });
         if let Some(pem) = &settings.extra_roots_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .context("the webhook CA file holds no valid PEM certificate")?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(crate::StartError::WebhookCa)?;
             builder = builder.tls_certs_merge(certs);
         }
-        let client = builder.build().context("cannot build the webhook client")?;
+        let client = builder.build().map_err(crate::StartError::WebhookClient)?;
         Ok(Dispatcher {
             inner: Arc::new(Inner {
                 store,

@@ -9,18 +9,15 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use shipment_sdk::model::{List, Page, Shipment};
 
+use super::ApiError;
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
 use super::openapi::{CodeParam, ListParams, Problems};
-use super::shipments::{changed, list_page};
-use super::{ApiError, AppState};
+use crate::app::AppState;
+use crate::app::{couriers, shipments};
 use crate::domain::lifecycle::Operation;
 use crate::domain::list_query::ListQuery;
-use crate::domain::{FieldError, Refusal};
-use crate::store::accounts::Driver;
+use crate::store::couriers::Driver;
 use crate::store::shipments::Actor;
-
-/// Longest driver name and failure reason, in characters.
-const MAX_TEXT: usize = 500;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -38,24 +35,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/courier/shipments/{code}/deliver", post(deliver_shipment))
         .route("/courier/shipments/{code}/fail", post(fail_shipment))
         .route("/courier/shipments/{code}/return", post(return_shipment))
-}
-
-fn text(field: &str, value: &str) -> Result<String, ApiError> {
-    let value = value.trim();
-    if value.is_empty() || value.chars().count() > MAX_TEXT {
-        return Err(ApiError::invalid_field(
-            field,
-            format!("`{field}` must be 1 to {MAX_TEXT} characters"),
-        ));
-    }
-    // PostgreSQL text cannot hold NUL.
-    if value.contains('\0') {
-        return Err(ApiError::invalid_field(
-            field,
-            format!("`{field}` must not contain NUL characters"),
-        ));
-    }
-    Ok(value.to_owned())
 }
 
 #[utoipa::path(
@@ -76,9 +55,8 @@ async fn list_courier_shipments(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Page<Shipment>>, ApiError> {
     let query = ListQuery::parse(query.as_deref().unwrap_or(""))?;
-    list_page(&state, Actor::Courier(courier.id), &query)
-        .await
-        .map(Json)
+    let page = shipments::list_shipments(&state, Actor::Courier(courier.id), &query).await?;
+    Ok(Json(page))
 }
 
 #[utoipa::path(
@@ -96,9 +74,8 @@ async fn list_drivers(
     State(state): State<AppState>,
     courier: Courier,
 ) -> Result<Json<List<Driver>>, ApiError> {
-    Ok(Json(List {
-        data: state.store.drivers(courier.id).await?,
-    }))
+    let data = couriers::list_drivers(&state, courier.id).await?;
+    Ok(Json(List { data }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -130,8 +107,7 @@ async fn create_driver(
     courier: Courier,
     ApiJson(body): ApiJson<CreateDriver>,
 ) -> Result<(StatusCode, Json<Driver>), ApiError> {
-    let name = text("name", &body.name)?;
-    let driver = state.store.create_driver(courier.id, &name).await?;
+    let driver = couriers::create_driver(&state, courier.id, &body.name).await?;
     Ok((StatusCode::CREATED, Json(driver)))
 }
 
@@ -162,26 +138,9 @@ async fn assign_driver(
     CodePath(code): CodePath,
     ApiJson(body): ApiJson<AssignDriver>,
 ) -> Result<Json<Shipment>, ApiError> {
-    let driver = state.store.driver(body.driver_id).await?;
-    if driver.is_none_or(|d| d.courier_company_id != courier.id) {
-        return Err(ApiError::invalid_field(
-            "driver_id",
-            format!("driver {} is not one of your drivers", body.driver_id),
-        ));
-    }
-    let change = state
-        .store
-        .change_shipment(code.as_str(), Actor::Courier(courier.id), |r, at| {
-            // Assigning the driver who already has it changes nothing.
-            if r.assigned_driver_id == Some(body.driver_id) {
-                return Ok(false);
-            }
-            r.apply(Operation::AssignDriver, at)?;
-            r.assigned_driver_id = Some(body.driver_id);
-            Ok(true)
-        })
-        .await?;
-    changed(code.as_str(), change)
+    let shipment =
+        shipments::assign_driver(&state, courier.id, code.as_str(), body.driver_id).await?;
+    Ok(Json(shipment))
 }
 
 /// The operations that need nothing but the code.
@@ -191,11 +150,8 @@ async fn simple(
     code: &str,
     op: Operation,
 ) -> Result<Json<Shipment>, ApiError> {
-    let change = state
-        .store
-        .change_shipment(code, Actor::Courier(courier.id), |r, at| r.apply(op, at))
-        .await?;
-    changed(code, change)
+    let shipment = shipments::courier_operation(state, courier.id, code, op).await?;
+    Ok(Json(shipment))
 }
 
 #[utoipa::path(
@@ -289,16 +245,9 @@ async fn fail_shipment(
     CodePath(code): CodePath,
     ApiJson(body): ApiJson<FailShipment>,
 ) -> Result<Json<Shipment>, ApiError> {
-    let reason = text("reason", &body.reason)?;
-    let change = state
-        .store
-        .change_shipment(code.as_str(), Actor::Courier(courier.id), |r, at| {
-            r.apply(Operation::Fail, at)?;
-            r.failure_reason = Some(reason.clone());
-            Ok(true)
-        })
-        .await?;
-    changed(code.as_str(), change)
+    let shipment =
+        shipments::fail_shipment(&state, courier.id, code.as_str(), &body.reason).await?;
+    Ok(Json(shipment))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -332,20 +281,7 @@ async fn deliver_shipment(
     MaybeJson(body): MaybeJson<DeliverShipment>,
 ) -> Result<Json<Shipment>, ApiError> {
     let provided = body.and_then(|b| b.confirmation_code);
-    if let Some(c) = &provided
-        && (c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return Err(Refusal::Field(FieldError::invalid(
-            "confirmation_code",
-            "`confirmation_code` is six digits",
-        ))
-        .into());
-    }
-    let change = state
-        .store
-        .deliver_shipment(code.as_str(), courier.id, provided.as_deref(), |r, at| {
-            r.apply(Operation::Deliver, at)
-        })
-        .await?;
-    changed(code.as_str(), change)
+    let shipment =
+        shipments::deliver_shipment(&state, courier.id, code.as_str(), provided.as_deref()).await?;
+    Ok(Json(shipment))
 }

@@ -5,9 +5,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use shipment_sdk::model::{CourierCompany, List};
 
+use super::ApiError;
 use super::extract::Merchant;
 use super::openapi::Problems;
-use super::{ApiError, AppState};
+use crate::app::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/merchant-couriers", get(list_couriers))
@@ -28,6 +29,6 @@ async fn list_couriers(
     State(state): State<AppState>,
     merchant: Merchant,
 ) -> Result<Json<List<CourierCompany>>, ApiError> {
-    let data = state.store.merchant_couriers(merchant.id).await?;
+    let data = crate::app::couriers::list_merchant_couriers(&state, merchant.id).await?;
     Ok(Json(List { data }))
 }

@@ -1,22 +1,10 @@
-//! Merchants, courier companies, their links, drivers and keys.
+//! Courier companies, their links to merchants, and their drivers.
 
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::CourierCompany;
 
 use super::{Store, StoreError, classify, now, on_pool};
 use crate::domain::fee::{Pricing, from_minor_units};
-use crate::domain::keys::{self, Environment, KeyKind, Secret};
-
-/// Who a presented key belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyOwner {
-    /// The key's row id.
-    pub key_id: i64,
-    /// The merchant or courier company id.
-    pub owner_id: i64,
-    /// When the key was last used (updated at most once a minute).
-    pub last_used_at: Option<DateTime<Utc>>,
-}
 
 /// A driver of a courier company.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -30,15 +18,6 @@ pub struct Driver {
     /// When the driver was added.
     #[serde(serialize_with = "shipment_sdk::model::timestamp::serialize")]
     pub created_at: DateTime<Utc>,
-}
-
-/// A freshly created key: the secret is in this value only.
-#[derive(Debug)]
-pub struct NewKey {
-    /// The key's row id.
-    pub id: i64,
-    /// The full key, to show once.
-    pub key: Secret,
 }
 
 #[derive(sqlx::FromRow)]
@@ -63,36 +42,6 @@ impl CourierRow {
 }
 
 impl Store {
-    /// Adds a merchant, its e-mail normalised ([`crate::domain::email`]);
-    /// `Conflict` if the e-mail is taken.
-    pub async fn create_merchant(
-        &self,
-        name: &str,
-        email: &str,
-        password_hash: &str,
-    ) -> Result<i64, StoreError> {
-        let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
-                   VALUES ($1, $2, $3, $4) RETURNING id";
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(name)
-            .bind(crate::domain::email::normalize(email))
-            .bind(password_hash)
-            .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)
-    }
-
-    /// Whether a merchant with this id exists.
-    pub async fn merchant_exists(&self, id: i64) -> Result<bool, StoreError> {
-        let sql = "SELECT COUNT(*) FROM merchants WHERE id = $1";
-        let n: i64 = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(id)
-            .fetch_one(pool)
-            .await)?;
-        Ok(n > 0)
-    }
-
     /// Whether a courier company with this id exists.
     pub async fn courier_exists(&self, id: i64) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM courier_companies WHERE id = $1";
@@ -101,95 +50,6 @@ impl Store {
             .fetch_one(pool)
             .await)?;
         Ok(n > 0)
-    }
-
-    /// Creates a merchant API key of `env`; the secret is returned once and
-    /// only its digest is stored.
-    pub async fn create_api_key(
-        &self,
-        merchant_id: i64,
-        name: &str,
-        env: Environment,
-    ) -> Result<NewKey, StoreError> {
-        let key = keys::generate(KeyKind::Merchant, env);
-        let sql = "INSERT INTO api_keys (merchant_id, name, prefix, last4, key_digest, created_at) \
-                   VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
-        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(merchant_id)
-            .bind(name)
-            .bind(KeyKind::Merchant.prefix(env))
-            .bind(keys::last4(key.expose()))
-            .bind(keys::digest(key.expose()))
-            .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)?;
-        Ok(NewKey { id, key })
-    }
-
-    /// Creates a courier company key of `env`.
-    pub async fn create_courier_key(
-        &self,
-        courier_id: i64,
-        env: Environment,
-    ) -> Result<NewKey, StoreError> {
-        let key = keys::generate(KeyKind::Courier, env);
-        let sql = "INSERT INTO courier_keys (courier_company_id, prefix, last4, key_digest, created_at) \
-                   VALUES ($1, $2, $3, $4, $5) RETURNING id";
-        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(courier_id)
-            .bind(KeyKind::Courier.prefix(env))
-            .bind(keys::last4(key.expose()))
-            .bind(keys::digest(key.expose()))
-            .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)?;
-        Ok(NewKey { id, key })
-    }
-
-    /// Finds the owner of a key by the digest of the presented string.
-    ///
-    /// The lookup is by digest, so the secret itself is never compared; the
-    /// digest of a high-entropy key reveals nothing through timing.
-    pub async fn find_key(
-        &self,
-        kind: KeyKind,
-        digest: &str,
-    ) -> Result<Option<KeyOwner>, StoreError> {
-        let sql = match kind {
-            KeyKind::Merchant => {
-                "SELECT id, merchant_id, last_used_at FROM api_keys WHERE key_digest = $1"
-            }
-            KeyKind::Courier => {
-                "SELECT id, courier_company_id, last_used_at FROM courier_keys WHERE key_digest = $1"
-            }
-        };
-        let row: Option<(i64, i64, Option<DateTime<Utc>>)> =
-            on_pool!(self, |pool| sqlx::query_as(sql)
-                .bind(digest)
-                .fetch_optional(pool)
-                .await)?;
-        Ok(row.map(|(key_id, owner_id, last_used_at)| KeyOwner {
-            key_id,
-            owner_id,
-            last_used_at,
-        }))
-    }
-
-    /// Records that a key was used now.
-    pub async fn touch_key(&self, kind: KeyKind, key_id: i64) -> Result<(), StoreError> {
-        let sql = match kind {
-            KeyKind::Merchant => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
-            KeyKind::Courier => "UPDATE courier_keys SET last_used_at = $1 WHERE id = $2",
-        };
-        on_pool!(self, |pool| sqlx::query(sql)
-            .bind(now())
-            .bind(key_id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
-        Ok(())
     }
 
     /// Adds a courier company with its prices in minor units.

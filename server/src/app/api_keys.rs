@@ -1,0 +1,100 @@
+//! API keys of a merchant: listed without secrets, created (the secret
+//! shown once), deleted (refused at once), and a pasted key checked.
+
+use shipment_sdk::model::ApiKey;
+
+use super::{AppState, Error, Result};
+use crate::domain::FieldError;
+use crate::domain::keys::{self, KeyKind};
+use crate::store::api_keys::ApiKeyInfo;
+
+/// Longest key name accepted.
+pub const MAX_KEY_NAME: usize = 100;
+
+fn view(k: ApiKeyInfo) -> ApiKey {
+    ApiKey {
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        last4: k.last4,
+        created_at: k.created_at,
+        last_used_at: k.last_used_at,
+    }
+}
+
+/// The merchant's keys, newest first, without their secrets.
+pub async fn list_api_keys(state: &AppState, merchant_id: i64) -> Result<Vec<ApiKey>> {
+    let keys = state.store.api_keys(merchant_id).await?;
+    Ok(keys.into_iter().map(view).collect())
+}
+
+/// Creates an API key for the merchant, named `name` (trimmed; a default
+/// when empty; at most [`MAX_KEY_NAME`] characters). The secret is returned
+/// once and only its digest is stored.
+pub async fn create_api_key(
+    state: &AppState,
+    merchant_id: i64,
+    name: Option<&str>,
+) -> Result<(ApiKey, keys::Secret)> {
+    let name = match name.map(str::trim) {
+        Some(n) if n.chars().count() > MAX_KEY_NAME => {
+            return Err(FieldError::invalid(
+                "name",
+                format!("`name` must be at most {MAX_KEY_NAME} characters"),
+            )
+            .into());
+        }
+        // PostgreSQL text cannot hold NUL.
+        Some(n) if n.contains('\0') => {
+            return Err(
+                FieldError::invalid("name", "`name` must not contain NUL characters").into(),
+            );
+        }
+        Some(n) if !n.is_empty() => n.to_owned(),
+        _ => "API key".to_owned(),
+    };
+    let (info, key) = state
+        .store
+        .create_named_api_key(merchant_id, &name, state.environment)
+        .await?;
+    Ok((view(info), key))
+}
+
+/// Deletes one of the merchant's keys; it is refused at once.
+pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: i64) -> Result<()> {
+    if state.store.delete_api_key(merchant_id, id).await? {
+        Ok(())
+    } else {
+        Err(Error::NotFound("you have no API key with this id".into()))
+    }
+}
+
+/// One of the merchant's keys, by id.
+pub async fn get_api_key(state: &AppState, merchant_id: i64, id: i64) -> Result<ApiKey> {
+    state
+        .store
+        .api_key(merchant_id, id)
+        .await?
+        .map(view)
+        .ok_or_else(|| Error::NotFound("you have no API key with this id".into()))
+}
+
+/// The merchant's working key that `pasted` is, if it is one: well formed,
+/// of this server's environment, and not deleted.
+pub async fn find_own_key(
+    state: &AppState,
+    merchant_id: i64,
+    pasted: &str,
+) -> Result<Option<ApiKey>> {
+    let key = pasted.trim();
+    let well_formed = keys::shape(key)
+        .is_some_and(|s| s.kind == KeyKind::Merchant && s.environment == state.environment);
+    if !well_formed {
+        return Ok(None);
+    }
+    Ok(state
+        .store
+        .api_key_by_digest(merchant_id, &keys::digest(key))
+        .await?
+        .map(view))
+}

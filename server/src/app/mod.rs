@@ -1,0 +1,146 @@
+//! The application layer: every use-case of the service, one file per
+//! resource, called by both front ends (the JSON API in [`crate::http`] and
+//! the pages in [`crate::dashboard`]), which never import each other.
+//!
+//! A use-case takes the [`AppState`] and plain values, asks `domain` to
+//! decide and `store` to read and write, and answers with its result or an
+//! [`Error`] that names what went wrong, not an HTTP status: each front end
+//! decides how to show it (a problem body, a page).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::domain::keys::Environment;
+use crate::domain::sealed::DataKey;
+use crate::domain::{FieldError, Refusal};
+use crate::store::{Store, StoreError};
+
+pub mod api_keys;
+pub mod auth;
+pub mod couriers;
+pub mod shipments;
+pub mod webhooks;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub store: Store,
+    /// Which keys this server takes.
+    pub environment: Environment,
+    /// Longest a request may take before it is answered 503.
+    pub request_timeout: Duration,
+    /// Seals signing keys before they are stored.
+    pub data_key: DataKey,
+    /// Whether webhooks may point at private addresses.
+    pub allow_private_webhook_targets: bool,
+    /// Password checks running at once: argon2 is deliberately slow, so a
+    /// flood of sign-ins queues here instead of starving the API.
+    pub password_checks: Arc<tokio::sync::Semaphore>,
+    /// Wakes this process's webhook dispatcher after a shipment changed, so
+    /// a delivery does not wait for the next poll.
+    pub outbox_signal: Arc<tokio::sync::Notify>,
+    /// Mark the dashboard's cookies `Secure` even when no proxy says the
+    /// browser came over HTTPS.
+    pub dashboard_secure_cookies: bool,
+}
+
+impl AppState {
+    /// The state of a server.
+    pub fn new(
+        store: Store,
+        environment: Environment,
+        request_timeout: Duration,
+        data_key: DataKey,
+        allow_private_webhook_targets: bool,
+        outbox_signal: Arc<tokio::sync::Notify>,
+    ) -> AppState {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        AppState {
+            store,
+            environment,
+            request_timeout,
+            data_key,
+            allow_private_webhook_targets,
+            password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
+            outbox_signal,
+            dashboard_secure_cookies: false,
+        }
+    }
+
+    /// `staging` or `production`.
+    pub fn environment_name(&self) -> &'static str {
+        match self.environment {
+            Environment::Staging => "staging",
+            Environment::Production => "production",
+        }
+    }
+}
+
+/// Why a use-case did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request field is missing, wrong or unknown.
+    #[error(transparent)]
+    Field(#[from] FieldError),
+    /// A path identifier is malformed.
+    #[error("{0}")]
+    InvalidIdentifier(String),
+    /// No such thing, or not this account's (said the same way).
+    #[error("{0}")]
+    NotFound(String),
+    /// The domain refused the operation on an existing shipment.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The idempotency key was used before with another request body.
+    #[error("this Idempotency-Key was already used with a different request body")]
+    IdempotencyKeyReused,
+    /// The merchant registered this webhook URL before.
+    #[error("you have already registered this URL")]
+    WebhookUrlTaken,
+    /// Sign-in with an unknown e-mail or a wrong password.
+    #[error("wrong e-mail or password")]
+    WrongCredentials,
+    /// Too many sign-in attempts for this e-mail; try after the window.
+    #[error("too many failed sign-ins for this e-mail; try again in {} minutes", .retry_after_secs.div_ceil(60))]
+    Throttled {
+        /// Seconds until the window ends.
+        retry_after_secs: u64,
+    },
+    /// The database failed (a server fault; details are logged, not shown).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Any other server fault.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Whether the caller can fix it (as opposed to a server fault).
+    pub fn is_callers(&self) -> bool {
+        !matches!(self, Error::Store(_) | Error::Internal(_))
+    }
+
+    /// Whether it is a passing server fault worth retrying shortly: the
+    /// database busy or unreachable, or a write that kept conflicting.
+    pub fn is_temporary(&self) -> bool {
+        matches!(
+            self,
+            Error::Store(
+                StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
+                    | StoreError::Conflict(_)
+            )
+        )
+    }
+}
+
+/// The outcome of a use-case.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A positive integer id from a path segment.
+pub fn numeric_id(raw: &str) -> Result<i64> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| Error::InvalidIdentifier(format!("`{raw}` is not a valid id")))
+}

@@ -1,0 +1,340 @@
+//! Shipments: create (idempotently), read, list, and every change of the
+//! lifecycle, for the merchant and for the courier company.
+
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use sha2::{Digest, Sha256};
+use shipment_sdk::model::{ConfirmationCode, CreateShipment, Page, Shipment};
+
+use super::{AppState, Error, Result};
+use crate::domain::fee::{self, total_fee};
+use crate::domain::lifecycle::{self, Operation};
+use crate::domain::list_query::ListQuery;
+use crate::domain::validation::{NewShipment, webhook_url};
+use crate::domain::{FieldError, Refusal, confirmation, keys};
+use crate::store::now;
+use crate::store::shipments::{Actor, Change, Created};
+
+/// Longest idempotency key accepted.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// What a create answers.
+#[derive(Debug)]
+pub enum CreateOutcome {
+    /// A new shipment.
+    Created(Box<Shipment>),
+    /// The same idempotency key and body were seen within 24 h: the first
+    /// answer's body, verbatim.
+    Replayed(String),
+}
+
+/// Checks an `Idempotency-Key` value: 1 to [`MAX_IDEMPOTENCY_KEY`] visible
+/// ASCII characters.
+pub fn idempotency_key(raw: &[u8]) -> Result<String> {
+    let ok =
+        !raw.is_empty() && raw.len() <= MAX_IDEMPOTENCY_KEY && raw.iter().all(u8::is_ascii_graphic);
+    if !ok {
+        return Err(FieldError::invalid(
+            "Idempotency-Key",
+            format!(
+                "the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+            ),
+        )
+        .into());
+    }
+    Ok(String::from_utf8_lossy(raw).into_owned())
+}
+
+/// Creates a shipment for the merchant: validated, priced by its linked
+/// courier, and (with an idempotency key) at most once per key and body.
+pub async fn create_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    request: CreateShipment,
+    idempotency_key: Option<&str>,
+) -> Result<CreateOutcome> {
+    // The digest of the parsed request, so formatting and key order do not
+    // make "the same body" look different.
+    let request_digest = hex::encode(Sha256::digest(
+        serde_json::to_vec(&request).map_err(|e| Error::Internal(e.to_string()))?,
+    ));
+    let new = NewShipment::parse(request)?;
+    if let Some(url) = &new.webhook_url {
+        // Normalised by `NewShipment::parse`, so this parses to itself.
+        let url = webhook_url("webhook_url", url)?;
+        super::webhooks::check_target(state, "webhook_url", &url).await?;
+        if state
+            .store
+            .shipment_signing_key(merchant_id)
+            .await?
+            .is_none()
+        {
+            return Err(FieldError::invalid(
+                "webhook_url",
+                "a shipment with its own webhook_url needs your shipment signing key first: \
+                 create it in the dashboard or with POST /webhooks/shipment-signing-key, then retry",
+            )
+            .into());
+        }
+    }
+    let pricing = state
+        .store
+        .linked_courier_pricing(merchant_id, new.courier_company_id)
+        .await?
+        .ok_or_else(|| {
+            FieldError::invalid(
+                "courier_company_id",
+                format!(
+                    "courier company {} is not linked to your account; GET /merchant-couriers lists those that are",
+                    new.courier_company_id
+                ),
+            )
+        })?;
+    let fee = total_fee(
+        pricing,
+        new.weight_kg,
+        new.start_address.as_deref(),
+        new.end_address.as_deref(),
+    );
+    let fee_minor = fee::to_minor_units(fee).ok_or_else(|| {
+        FieldError::invalid("weight_kg", "the fee for this shipment is too large")
+    })?;
+    let idempotency = idempotency_key.map(|k| (k, request_digest.as_str()));
+    match state
+        .store
+        .create_shipment(merchant_id, &new, fee_minor, idempotency)
+        .await?
+    {
+        Created::New(shipment) => {
+            state.outbox_signal.notify_one();
+            Ok(CreateOutcome::Created(shipment))
+        }
+        Created::Replayed(body) => Ok(CreateOutcome::Replayed(body)),
+        Created::KeyReused => Err(Error::IdempotencyKeyReused),
+    }
+}
+
+/// One page of `actor`'s shipments in the list envelope.
+pub async fn list_shipments(
+    state: &AppState,
+    actor: Actor,
+    query: &ListQuery,
+) -> Result<Page<Shipment>> {
+    let (data, total) = state.store.list_shipments(actor, query).await?;
+    Ok(Page {
+        data,
+        page: query.page,
+        page_size: query.page_size,
+        total,
+        total_pages: total.div_ceil(u64::from(query.page_size)),
+    })
+}
+
+/// The merchant's shipment with this code: not found when no shipment has
+/// it, refused when another merchant's does.
+pub async fn get_shipment(state: &AppState, merchant_id: i64, code: &str) -> Result<Shipment> {
+    let record = state
+        .store
+        .shipment(code)
+        .await?
+        .ok_or_else(|| not_found(code))?;
+    if record.merchant_id != merchant_id {
+        return Err(Refusal::Forbidden.into());
+    }
+    Ok(record.to_model()?)
+}
+
+fn not_found(code: &str) -> Error {
+    Error::NotFound(format!("no shipment has the code {code}"))
+}
+
+/// The shipment after a change, or why not; wakes the dispatcher when the
+/// change wrote an outbox row.
+fn changed(state: &AppState, code: &str, change: Change) -> Result<Shipment> {
+    match change {
+        Change::Done(shipment) => {
+            state.outbox_signal.notify_one();
+            Ok(shipment)
+        }
+        Change::Unchanged(shipment) => Ok(shipment),
+        Change::NotFound => Err(not_found(code)),
+        Change::Refused(refusal) => Err(refusal.into()),
+    }
+}
+
+/// Applies `decide` to the shipment as `actor`, in one transaction.
+async fn change(
+    state: &AppState,
+    code: &str,
+    actor: Actor,
+    decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
+) -> Result<Shipment> {
+    let change = state.store.change_shipment(code, actor, decide).await?;
+    changed(state, code, change)
+}
+
+/// Cancels the merchant's shipment before pickup (again: unchanged).
+pub async fn cancel_shipment(state: &AppState, merchant_id: i64, code: &str) -> Result<Shipment> {
+    change(state, code, Actor::Merchant(merchant_id), |r, at| {
+        lifecycle::change(r, Operation::Cancel, at)
+    })
+    .await
+}
+
+/// Rates the merchant's delivered shipment, once, 1 to 10.
+pub async fn rate_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    code: &str,
+    rating: u8,
+) -> Result<Shipment> {
+    if !(1..=10).contains(&rating) {
+        return Err(
+            FieldError::invalid("rating", "`rating` must be an integer from 1 to 10").into(),
+        );
+    }
+    change(state, code, Actor::Merchant(merchant_id), |s, at| {
+        lifecycle::rate(s, rating, at)
+    })
+    .await
+}
+
+/// Makes a new six-digit confirmation code for the merchant's shipment,
+/// replacing any earlier one; it lasts [`confirmation::CODE_TTL`]. Not a
+/// change of the shipment: no version, no delivery.
+pub async fn generate_confirmation_code(
+    state: &AppState,
+    merchant_id: i64,
+    code: &str,
+) -> Result<ConfirmationCode> {
+    let confirmation_code = format!("{:06}", rand::rng().random_range(0..1_000_000));
+    let expires_at = now() + confirmation::CODE_TTL;
+    let change = state
+        .store
+        .set_confirmation_code(
+            code,
+            merchant_id,
+            &keys::digest(&confirmation_code),
+            expires_at,
+            |r| {
+                lifecycle::apply(&r.status(), Operation::GenerateConfirmationCode)?;
+                Ok(())
+            },
+        )
+        .await?;
+    match change {
+        Change::Done(()) | Change::Unchanged(()) => Ok(ConfirmationCode {
+            code: code.to_owned(),
+            confirmation_code,
+            expires_at,
+        }),
+        Change::NotFound => Err(not_found(code)),
+        Change::Refused(refusal) => Err(refusal.into()),
+    }
+}
+
+/// Longest driver name and failure reason, in characters.
+pub const MAX_TEXT: usize = 500;
+
+/// A courier's free text: trimmed, 1 to [`MAX_TEXT`] characters, no NUL.
+pub fn courier_text(field: &str, value: &str) -> Result<String> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > MAX_TEXT {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must be 1 to {MAX_TEXT} characters"),
+        )
+        .into());
+    }
+    // PostgreSQL text cannot hold NUL.
+    if value.contains('\0') {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must not contain NUL characters"),
+        )
+        .into());
+    }
+    Ok(value.to_owned())
+}
+
+/// Assigns (or reassigns) one of the courier's drivers; the same driver
+/// again changes nothing.
+pub async fn assign_driver(
+    state: &AppState,
+    courier_id: i64,
+    code: &str,
+    driver_id: i64,
+) -> Result<Shipment> {
+    let driver = state.store.driver(driver_id).await?;
+    if driver.is_none_or(|d| d.courier_company_id != courier_id) {
+        return Err(FieldError::invalid(
+            "driver_id",
+            format!("driver {driver_id} is not one of your drivers"),
+        )
+        .into());
+    }
+    change(state, code, Actor::Courier(courier_id), |r, at| {
+        if r.assigned_driver_id == Some(driver_id) {
+            return Ok(false);
+        }
+        lifecycle::change(r, Operation::AssignDriver, at)?;
+        r.assigned_driver_id = Some(driver_id);
+        Ok(true)
+    })
+    .await
+}
+
+/// A courier operation that needs nothing but the code (unassign, pickup,
+/// return).
+pub async fn courier_operation(
+    state: &AppState,
+    courier_id: i64,
+    code: &str,
+    op: Operation,
+) -> Result<Shipment> {
+    change(state, code, Actor::Courier(courier_id), |r, at| {
+        lifecycle::change(r, op, at)
+    })
+    .await
+}
+
+/// Records a failed delivery attempt with its reason.
+pub async fn fail_shipment(
+    state: &AppState,
+    courier_id: i64,
+    code: &str,
+    reason: &str,
+) -> Result<Shipment> {
+    let reason = courier_text("reason", reason)?;
+    change(state, code, Actor::Courier(courier_id), |r, at| {
+        lifecycle::change(r, Operation::Fail, at)?;
+        r.failure_reason = Some(reason.clone());
+        Ok(true)
+    })
+    .await
+}
+
+/// Delivers, with the confirmation code when the merchant generated one.
+pub async fn deliver_shipment(
+    state: &AppState,
+    courier_id: i64,
+    code: &str,
+    confirmation_code: Option<&str>,
+) -> Result<Shipment> {
+    if let Some(c) = confirmation_code
+        && (c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(Refusal::Field(FieldError::invalid(
+            "confirmation_code",
+            "`confirmation_code` is six digits",
+        ))
+        .into());
+    }
+    let change = state
+        .store
+        .deliver_shipment(code, courier_id, confirmation_code, |r, at| {
+            lifecycle::change(r, Operation::Deliver, at)
+        })
+        .await?;
+    changed(state, code, change)
+}

@@ -1,0 +1,170 @@
+//! Webhooks of a merchant: registered (the URL checked, the signing key
+//! shown once), listed, switched on and off, deleted, their delivery log;
+//! and the merchant's shipment signing key.
+
+use shipment_sdk::model::{Delivery, Page, Secret, SigningKey, Webhook, WebhookUrl};
+
+use super::{AppState, Error, Result};
+use crate::domain::FieldError;
+use crate::domain::keys;
+use crate::domain::validation::webhook_url;
+use crate::store::StoreError;
+use crate::store::webhooks::{DeliveryRecord, WebhookInfo};
+use crate::webhooks::guard;
+
+/// Prefix of signing keys.
+pub const SIGNING_KEY_PREFIX: &str = "whsec_";
+
+fn view(w: WebhookInfo) -> Webhook {
+    Webhook {
+        webhook_id: w.id,
+        url: w.url,
+        active: w.active,
+        created_at: w.created_at,
+    }
+}
+
+fn delivery(d: DeliveryRecord) -> Delivery {
+    Delivery {
+        id: d.id,
+        success: d.error.is_none(),
+        shipment_code: d.shipment_code,
+        version: d.version,
+        url: d.url,
+        status_code: d.status_code,
+        error: d.error,
+        duration_ms: d.duration_ms,
+        delivered_at: d.delivered_at,
+    }
+}
+
+/// The merchant's webhooks.
+pub async fn list_webhooks(state: &AppState, merchant_id: i64) -> Result<Vec<Webhook>> {
+    let data = state.store.webhooks(merchant_id).await?;
+    Ok(data.into_iter().map(view).collect())
+}
+
+/// Checks a webhook target: a [`WebhookUrl`] (HTTPS, no credentials),
+/// and (unless private targets are allowed) a host that resolves to a
+/// public address.
+pub async fn check_webhook_url(state: &AppState, field: &str, raw: &str) -> Result<WebhookUrl> {
+    let url = webhook_url(field, raw)?;
+    check_target(state, field, &url).await?;
+    Ok(url)
+}
+
+/// Refuses a target the server may not deliver to, with one message
+/// whatever the reason (the guard logs it): telling "does not resolve"
+/// from "private" would let a merchant probe internal names.
+pub async fn check_target(state: &AppState, field: &str, url: &WebhookUrl) -> Result<()> {
+    guard::check_target(url.as_url(), state.allow_private_webhook_targets)
+        .await
+        .map_err(|why| {
+            FieldError::invalid(field, format!("`{field}` cannot be used: {why}")).into()
+        })
+}
+
+/// Registers a webhook for the merchant after checking its URL; returns it
+/// with its signing key (shown once; stored sealed). A URL the merchant
+/// has already registered is 409 `webhook_url_taken`.
+pub async fn register_webhook(
+    state: &AppState,
+    merchant_id: i64,
+    url: &str,
+) -> Result<(Webhook, keys::Secret)> {
+    let url = check_webhook_url(state, "url", url).await?;
+    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
+    let sealed = state.data_key.seal(signing_key.expose());
+    match state
+        .store
+        .create_webhook(merchant_id, url.as_str(), &sealed)
+        .await
+    {
+        Ok(w) => Ok((view(w), signing_key)),
+        Err(StoreError::Conflict(_)) => Err(Error::WebhookUrlTaken),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Switches one of the merchant's webhooks on or off.
+pub async fn set_webhook_active(
+    state: &AppState,
+    merchant_id: i64,
+    id: i64,
+    active: bool,
+) -> Result<Webhook> {
+    state
+        .store
+        .set_webhook_active(merchant_id, id, active)
+        .await?
+        .map(view)
+        .ok_or_else(no_such_webhook)
+}
+
+/// Deletes one of the merchant's webhooks.
+pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: i64) -> Result<()> {
+    if state.store.delete_webhook(merchant_id, id).await? {
+        Ok(())
+    } else {
+        Err(no_such_webhook())
+    }
+}
+
+/// One of the merchant's webhooks, by id.
+pub async fn get_webhook(state: &AppState, merchant_id: i64, id: i64) -> Result<Webhook> {
+    state
+        .store
+        .webhook(merchant_id, id)
+        .await?
+        .map(view)
+        .ok_or_else(no_such_webhook)
+}
+
+/// The merchant has no webhook with the id asked for.
+pub fn no_such_webhook() -> Error {
+    Error::NotFound("you have no webhook with this id".into())
+}
+
+/// One of the merchant's webhooks and a page of its delivery log, newest
+/// first; `None` when the merchant has no such webhook.
+pub async fn delivery_log(
+    state: &AppState,
+    merchant_id: i64,
+    id: i64,
+    page: u32,
+    page_size: u32,
+) -> Result<Option<(Webhook, Page<Delivery>)>> {
+    let Some(webhook) = state.store.webhook(merchant_id, id).await? else {
+        return Ok(None);
+    };
+    let offset = u64::from(page - 1) * u64::from(page_size);
+    let (rows, total) = state
+        .store
+        .webhook_deliveries(id, page_size, offset)
+        .await?;
+    Ok(Some((
+        view(webhook),
+        Page {
+            data: rows.into_iter().map(delivery).collect(),
+            page,
+            page_size,
+            total,
+            total_pages: total.div_ceil(u64::from(page_size)),
+        },
+    )))
+}
+
+/// Creates or replaces the merchant's shipment signing key; the new key
+/// is returned once (stored sealed) and the old one stops working.
+pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
+    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
+    let sealed = state.data_key.seal(signing_key.expose());
+    let created_at = state
+        .store
+        .set_shipment_signing_key(merchant_id, &sealed)
+        .await?;
+    Ok(SigningKey {
+        signing_key: Secret::new(signing_key.expose()),
+        created_at,
+    })
+}

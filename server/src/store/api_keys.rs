@@ -1,0 +1,206 @@
+//! API keys (merchants' `sk_`, couriers' `ck_`): made, found by digest,
+//! listed without secrets, deleted.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, classify, now, on_pool};
+use crate::domain::keys::{self, Environment, KeyKind, Secret};
+
+/// Who a presented key belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyOwner {
+    /// The key's row id.
+    pub key_id: i64,
+    /// The merchant or courier company id.
+    pub owner_id: i64,
+    /// When the key was last used (updated at most once a minute).
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// A freshly created key: the secret is in this value only.
+#[derive(Debug)]
+pub struct NewKey {
+    /// The key's row id.
+    pub id: i64,
+    /// The full key, to show once.
+    pub key: Secret,
+}
+
+/// An API key as listed: never the secret.
+#[derive(Debug, Clone, sqlx::FromRow)]
+#[allow(missing_docs)]
+pub struct ApiKeyInfo {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub last4: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+const KEY_COLUMNS: &str = "id, name, prefix, last4, created_at, last_used_at";
+
+impl Store {
+    /// Creates a merchant API key of `env`; the secret is returned once and
+    /// only its digest is stored.
+    pub async fn create_api_key(
+        &self,
+        merchant_id: i64,
+        name: &str,
+        env: Environment,
+    ) -> Result<NewKey, StoreError> {
+        let key = keys::generate(KeyKind::Merchant, env);
+        let sql = "INSERT INTO api_keys (merchant_id, name, prefix, last4, key_digest, created_at) \
+                   VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
+            .bind(merchant_id)
+            .bind(name)
+            .bind(KeyKind::Merchant.prefix(env))
+            .bind(keys::last4(key.expose()))
+            .bind(keys::digest(key.expose()))
+            .bind(now())
+            .fetch_one(pool)
+            .await)
+        .map_err(classify)?;
+        Ok(NewKey { id, key })
+    }
+
+    /// Creates a courier company key of `env`.
+    pub async fn create_courier_key(
+        &self,
+        courier_id: i64,
+        env: Environment,
+    ) -> Result<NewKey, StoreError> {
+        let key = keys::generate(KeyKind::Courier, env);
+        let sql = "INSERT INTO courier_keys (courier_company_id, prefix, last4, key_digest, created_at) \
+                   VALUES ($1, $2, $3, $4, $5) RETURNING id";
+        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
+            .bind(courier_id)
+            .bind(KeyKind::Courier.prefix(env))
+            .bind(keys::last4(key.expose()))
+            .bind(keys::digest(key.expose()))
+            .bind(now())
+            .fetch_one(pool)
+            .await)
+        .map_err(classify)?;
+        Ok(NewKey { id, key })
+    }
+
+    /// Finds the owner of a key by the digest of the presented string.
+    ///
+    /// The lookup is by digest, so the secret itself is never compared; the
+    /// digest of a high-entropy key reveals nothing through timing.
+    pub async fn find_key(
+        &self,
+        kind: KeyKind,
+        digest: &str,
+    ) -> Result<Option<KeyOwner>, StoreError> {
+        let sql = match kind {
+            KeyKind::Merchant => {
+                "SELECT id, merchant_id, last_used_at FROM api_keys WHERE key_digest = $1"
+            }
+            KeyKind::Courier => {
+                "SELECT id, courier_company_id, last_used_at FROM courier_keys WHERE key_digest = $1"
+            }
+        };
+        let row: Option<(i64, i64, Option<DateTime<Utc>>)> =
+            on_pool!(self, |pool| sqlx::query_as(sql)
+                .bind(digest)
+                .fetch_optional(pool)
+                .await)?;
+        Ok(row.map(|(key_id, owner_id, last_used_at)| KeyOwner {
+            key_id,
+            owner_id,
+            last_used_at,
+        }))
+    }
+
+    /// Records that a key was used now.
+    pub async fn touch_key(&self, kind: KeyKind, key_id: i64) -> Result<(), StoreError> {
+        let sql = match kind {
+            KeyKind::Merchant => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
+            KeyKind::Courier => "UPDATE courier_keys SET last_used_at = $1 WHERE id = $2",
+        };
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(now())
+            .bind(key_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// The merchant's API keys, oldest first.
+    pub async fn api_keys(&self, merchant_id: i64) -> Result<Vec<ApiKeyInfo>, StoreError> {
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id");
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .fetch_all(pool)
+        .await)?)
+    }
+
+    /// One of the merchant's API keys.
+    pub async fn api_key(
+        &self,
+        merchant_id: i64,
+        id: i64,
+    ) -> Result<Option<ApiKeyInfo>, StoreError> {
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 AND id = $2");
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await)?)
+    }
+
+    /// The merchant's key whose secret has this digest, if any.
+    pub async fn api_key_by_digest(
+        &self,
+        merchant_id: i64,
+        digest: &str,
+    ) -> Result<Option<ApiKeyInfo>, StoreError> {
+        let sql = format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 AND key_digest = $2"
+        );
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .bind(digest)
+        .fetch_optional(pool)
+        .await)?)
+    }
+
+    /// Deletes one of the merchant's keys; `false` if it has no such key.
+    /// The key stops working at once: authentication reads this table.
+    pub async fn delete_api_key(&self, merchant_id: i64, id: i64) -> Result<bool, StoreError> {
+        let sql = "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2";
+        let n = on_pool!(self, |pool| sqlx::query(sql)
+            .bind(merchant_id)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Creates an API key and returns it with its secret (shown once).
+    pub async fn create_named_api_key(
+        &self,
+        merchant_id: i64,
+        name: &str,
+        env: Environment,
+    ) -> Result<(ApiKeyInfo, Secret), StoreError> {
+        let new = self.create_api_key(merchant_id, name, env).await?;
+        let info = self
+            .api_key(merchant_id, new.id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a new API key vanished".into()))?;
+        debug_assert_eq!(info.prefix, KeyKind::Merchant.prefix(env));
+        Ok((info, new.key))
+    }
+}

@@ -1,0 +1,118 @@
+//! Dashboard sign-in: the attempts counted per e-mail, and sessions.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{Store, StoreError, now, on_pool};
+use crate::domain::keys::{self, Secret};
+
+/// A live dashboard session as stored (the app layer's `Session` is what a
+/// request carries).
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct SessionRow {
+    /// The session's id.
+    pub id: i64,
+    /// Whose session it is.
+    pub merchant_id: i64,
+    /// When the token stops working.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Reserves one sign-in attempt for `email` before its password is
+    /// checked, and returns how many attempts its current window holds
+    /// (this one included) and when that window began. A window older than
+    /// `window` starts afresh.
+    ///
+    /// One upsert, so the count and the reservation are atomic: concurrent
+    /// attempts, in one process or many sharing PostgreSQL, each see a
+    /// distinct count, and only the first few may go on to the password.
+    pub async fn reserve_login_attempt(
+        &self,
+        email: &str,
+        at: DateTime<Utc>,
+        window: Duration,
+    ) -> Result<(i64, DateTime<Utc>), StoreError> {
+        let sql = "INSERT INTO login_attempts (email, window_start, attempts) VALUES ($1, $2, 1) \
+                   ON CONFLICT (email) DO UPDATE SET \
+                   attempts = CASE WHEN login_attempts.window_start <= $3 THEN 1 \
+                                   ELSE login_attempts.attempts + 1 END, \
+                   window_start = CASE WHEN login_attempts.window_start <= $3 THEN $2 \
+                                       ELSE login_attempts.window_start END \
+                   RETURNING attempts, window_start";
+        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
+            .bind(email)
+            .bind(at)
+            .bind(at - window)
+            .fetch_one(pool)
+            .await)?)
+    }
+
+    /// Forgets the attempts of `email` after a successful sign-in, and every
+    /// window that ended before `forget_before` (so the table stays small).
+    pub async fn clear_login_attempts(
+        &self,
+        email: &str,
+        forget_before: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let sql = "DELETE FROM login_attempts WHERE email = $1 OR window_start <= $2";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(email)
+            .bind(forget_before)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Opens a session for `merchant_id` valid for `ttl`; the token is
+    /// returned once and only its digest is stored.
+    pub async fn create_session(
+        &self,
+        merchant_id: i64,
+        ttl: Duration,
+    ) -> Result<(Secret, DateTime<Utc>), StoreError> {
+        let token = keys::random_token("");
+        let at = now();
+        let expires_at = at + ttl;
+        let sql = "INSERT INTO sessions (merchant_id, token_digest, created_at, expires_at) \
+                   VALUES ($1, $2, $3, $4)";
+        let prune = "DELETE FROM sessions WHERE expires_at <= $1";
+        on_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(merchant_id)
+                .bind(keys::digest(token.expose()))
+                .bind(at)
+                .bind(expires_at)
+                .execute(pool)
+                .await?;
+            sqlx::query(prune)
+                .bind(at)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+        })?;
+        Ok((token, expires_at))
+    }
+
+    /// The unexpired session whose token has this digest.
+    pub async fn session(&self, token_digest: &str) -> Result<Option<SessionRow>, StoreError> {
+        let sql = "SELECT id, merchant_id, expires_at FROM sessions \
+                   WHERE token_digest = $1 AND expires_at > $2";
+        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
+            .bind(token_digest)
+            .bind(now())
+            .fetch_optional(pool)
+            .await)?)
+    }
+
+    /// Ends a session.
+    pub async fn delete_session(&self, id: i64) -> Result<(), StoreError> {
+        let sql = "DELETE FROM sessions WHERE id = $1";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+}

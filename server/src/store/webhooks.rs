@@ -1,0 +1,190 @@
+//! Registered webhooks, their delivery log, and the merchant's shipment
+//! signing key.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, classify, now, on_pool};
+
+/// A registered webhook as listed: never the signing key.
+#[derive(Debug, Clone, sqlx::FromRow)]
+#[allow(missing_docs)]
+pub struct WebhookInfo {
+    pub id: i64,
+    pub url: String,
+    pub active: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One attempt to deliver one change to one URL.
+#[derive(Debug, Clone, sqlx::FromRow)]
+#[allow(missing_docs)]
+pub struct DeliveryRecord {
+    pub id: i64,
+    pub url: String,
+    pub shipment_code: String,
+    pub version: i64,
+    pub status_code: Option<i64>,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+    pub delivered_at: DateTime<Utc>,
+}
+
+const WEBHOOK_COLUMNS: &str = "id, url, active, created_at";
+
+impl Store {
+    /// Registers a webhook; `Conflict` when the merchant has this URL already.
+    pub async fn create_webhook(
+        &self,
+        merchant_id: i64,
+        url: &str,
+        signing_key_sealed: &str,
+    ) -> Result<WebhookInfo, StoreError> {
+        let sql = format!(
+            "INSERT INTO webhooks (merchant_id, url, signing_key_encrypted, active, created_at) \
+             VALUES ($1, $2, $3, TRUE, $4) RETURNING {WEBHOOK_COLUMNS}"
+        );
+        on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .bind(url)
+        .bind(signing_key_sealed)
+        .bind(now())
+        .fetch_one(pool)
+        .await)
+        .map_err(classify)
+    }
+
+    /// The merchant's webhooks, oldest first.
+    pub async fn webhooks(&self, merchant_id: i64) -> Result<Vec<WebhookInfo>, StoreError> {
+        let sql =
+            format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE merchant_id = $1 ORDER BY id");
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .fetch_all(pool)
+        .await)?)
+    }
+
+    /// One of the merchant's webhooks.
+    pub async fn webhook(
+        &self,
+        merchant_id: i64,
+        id: i64,
+    ) -> Result<Option<WebhookInfo>, StoreError> {
+        let sql =
+            format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE merchant_id = $1 AND id = $2");
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(merchant_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await)?)
+    }
+
+    /// Turns a webhook on or off; `None` if the merchant has no such webhook.
+    pub async fn set_webhook_active(
+        &self,
+        merchant_id: i64,
+        id: i64,
+        active: bool,
+    ) -> Result<Option<WebhookInfo>, StoreError> {
+        let sql = format!(
+            "UPDATE webhooks SET active = $1 WHERE merchant_id = $2 AND id = $3 \
+             RETURNING {WEBHOOK_COLUMNS}"
+        );
+        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.clone()
+        ))
+        .bind(active)
+        .bind(merchant_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await)?)
+    }
+
+    /// Deletes a webhook (its delivery log stays, detached); `false` if the
+    /// merchant has no such webhook.
+    pub async fn delete_webhook(&self, merchant_id: i64, id: i64) -> Result<bool, StoreError> {
+        let detach = "UPDATE webhook_deliveries SET webhook_id = NULL WHERE webhook_id = $1 \
+                      AND merchant_id = $2";
+        let delete = "DELETE FROM webhooks WHERE merchant_id = $1 AND id = $2";
+        let mut tx = self.begin().await?;
+        let n = super::on_tx!(&mut tx, |conn| {
+            sqlx::query(detach)
+                .bind(id)
+                .bind(merchant_id)
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query(delete)
+                .bind(merchant_id)
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map(|r| r.rows_affected())
+        })?;
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    /// A page of a webhook's delivery log, newest first, and the total.
+    pub async fn webhook_deliveries(
+        &self,
+        webhook_id: i64,
+        limit: u32,
+        offset: u64,
+    ) -> Result<(Vec<DeliveryRecord>, u64), StoreError> {
+        let count = "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1";
+        let page = format!(
+            "SELECT id, url, shipment_code, version, status_code, error, duration_ms, \
+             delivered_at FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC \
+             LIMIT {limit} OFFSET {offset}"
+        );
+        let total: i64 = on_pool!(self, |pool| sqlx::query_scalar(count)
+            .bind(webhook_id)
+            .fetch_one(pool)
+            .await)?;
+        let rows = on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            page.clone()
+        ))
+        .bind(webhook_id)
+        .fetch_all(pool)
+        .await)?;
+        Ok((rows, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// Creates or replaces the merchant's shipment signing key (sealed).
+    pub async fn set_shipment_signing_key(
+        &self,
+        merchant_id: i64,
+        sealed: &str,
+    ) -> Result<DateTime<Utc>, StoreError> {
+        let at = now();
+        let sql = "INSERT INTO shipment_signing_keys (merchant_id, signing_key_encrypted, created_at) \
+                   VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
+                   signing_key_encrypted = excluded.signing_key_encrypted, \
+                   created_at = excluded.created_at";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(merchant_id)
+            .bind(sealed)
+            .bind(at)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(at)
+    }
+
+    /// The merchant's sealed shipment signing key, if one was created.
+    pub async fn shipment_signing_key(
+        &self,
+        merchant_id: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let sql = "SELECT signing_key_encrypted FROM shipment_signing_keys WHERE merchant_id = $1";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(sql)
+            .bind(merchant_id)
+            .fetch_optional(pool)
+            .await)?)
+    }
+}
