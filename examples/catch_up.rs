@@ -13,6 +13,8 @@
 use anyhow::Context as _;
 use futures_util::TryStreamExt as _;
 use shipment_sdk::Client;
+// The SDK's own chrono, so this program need not match its version.
+use shipment_sdk::chrono::{Duration, Utc};
 use shipment_sdk::model::ListShipments;
 use webhook_verify::shipment::Deduplicator;
 
@@ -26,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
     let since = match std::env::args().nth(1) {
         Some(t) => t.parse().context("the argument is an RFC 3339 time")?,
-        None => chrono::Utc::now() - chrono::Duration::hours(1),
+        None => Utc::now() - Duration::hours(1),
     };
 
     // In a real receiver this is the same store the webhook handler uses

@@ -52,9 +52,13 @@ async fn main() -> anyhow::Result<()> {
         new.api_key.id, new.api_key.prefix, new.api_key.last4
     );
 
-    // 4. Retire the old key: from now on it is refused with 401.
-    keys.delete(old_id).await?;
-    println!("deleted key {old_id}");
+    // 4. Retire the old key: from now on it is refused with 401. If it is
+    //    already gone (an earlier run, a colleague), the goal is reached.
+    match keys.delete(old_id).await {
+        Ok(()) => println!("deleted key {old_id}"),
+        Err(e) if e.is_not_found() => println!("key {old_id} was already deleted"),
+        Err(e) => return Err(e.into()),
+    }
     dashboard.logout().await?;
     Ok(())
 }

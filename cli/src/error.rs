@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 
 use shipment_sdk::Error as SdkError;
+use shipment_sdk::model::ProblemCode;
 
 /// Exit code 1: the command failed (an invalid signature or key included).
 pub const FAILURE: u8 = 1;
@@ -141,7 +142,7 @@ fn hint(e: &SdkError, status: Option<u16>, what: Surface) -> Option<String> {
             Surface::Webhooks => "`shipctl webhooks list` shows your webhooks",
             _ => "check the address with `shipctl config show`",
         },
-        (Some(409), Some("webhook_url_taken"), _) => {
+        (Some(409), Some(ProblemCode::WebhookUrlTaken), _) => {
             "`shipctl webhooks list` shows it; delete it to register it again with a new key"
         }
         (Some(429), _, _) => "too many requests: wait a little and try again",

@@ -3,23 +3,31 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::model::Problem;
+use crate::model::{Problem, ProblemCode};
 
 /// What can go wrong calling the service.
 ///
 /// Match on the variant to tell the service's refusals ([`Error::Api`]) from
 /// the network ([`Error::Connect`], [`Error::Timeout`], [`Error::Transport`]),
 /// a body the SDK could not read ([`Error::Decode`]), and checks made before
-/// anything was sent. New variants may be added, so keep a `_` arm.
+/// anything was sent. New variants may be added, so keep a `_` arm. Or ask
+/// the helpers: [`code`](Error::code), [`is_not_found`](Error::is_not_found),
+/// [`is_unauthenticated`](Error::is_unauthenticated),
+/// [`is_forbidden`](Error::is_forbidden), [`is_conflict`](Error::is_conflict),
+/// [`is_rate_limited`](Error::is_rate_limited),
+/// [`is_timeout`](Error::is_timeout), [`retry_after`](Error::retry_after),
+/// [`is_retryable`](Error::is_retryable).
 ///
 /// No variant ever holds an API key, a session token or a password: their
 /// `Debug` and `Display` stay safe to log.
 ///
 /// ```no_run
+/// use shipment_sdk::model::ProblemCode;
 /// # async fn run(client: shipment_sdk::Client) {
-/// match client.shipments().get("SHP-7K3M-Q9ZX").await {
-///     Ok(shipment) => println!("{}", shipment.status),
-///     Err(e) if e.status() == Some(404) => println!("no such shipment"),
+/// match client.shipments().rate("SHP-7K3M-Q9ZX", 9).await {
+///     Ok(shipment) => println!("rated {}", shipment.code),
+///     Err(e) if e.is_not_found() => println!("no such shipment"),
+///     Err(e) if e.code() == Some(&ProblemCode::AlreadyRated) => println!("rated before"),
 ///     Err(e) => eprintln!("failed: {e} (request id {:?})", e.request_id()),
 /// }
 /// # }
@@ -32,14 +40,14 @@ pub enum Error {
     Api(Box<ApiError>),
     /// No connection could be made (refused, DNS, TLS, connect time-out).
     #[error("cannot connect to the shipment service: {0}")]
-    Connect(#[source] reqwest::Error),
+    Connect(#[source] TransportError),
     /// The request took longer than the configured time-out.
     #[error("the shipment service did not answer in time")]
-    Timeout(#[source] reqwest::Error),
+    Timeout(#[source] TransportError),
     /// Another network failure while sending or reading (connection reset,
     /// truncated body).
     #[error("network error talking to the shipment service: {0}")]
-    Transport(#[source] reqwest::Error),
+    Transport(#[source] TransportError),
     /// A success answer whose body is not what the SDK expects.
     #[error("cannot read the service's answer (HTTP {status}, request id {}): {source}", .request_id.as_deref().unwrap_or("none"))]
     Decode {
@@ -101,13 +109,79 @@ impl Error {
         }
     }
 
-    /// The problem `code` (`not_found`, `invalid_state`, ...), when the
-    /// service sent a problem body.
-    pub fn code(&self) -> Option<&str> {
+    /// The problem `code`, when the service sent a problem body.
+    ///
+    /// ```no_run
+    /// use shipment_sdk::model::ProblemCode;
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// match client.shipments().cancel("SHP-7K3M-Q9ZX").await {
+    ///     Ok(_) => println!("cancelled"),
+    ///     Err(e) if e.code() == Some(&ProblemCode::InvalidState) => println!("too late"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn code(&self) -> Option<&ProblemCode> {
         match self {
-            Error::Api(e) => e.code.as_deref(),
+            Error::Api(e) => e.code.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether the service answered 404: no such shipment, API key, webhook
+    /// or route.
+    pub fn is_not_found(&self) -> bool {
+        self.api_status() == Some(404)
+    }
+
+    /// Whether the service answered 401: no credential, or one it refused
+    /// (a revoked key, an ended dashboard session, a wrong password).
+    pub fn is_unauthenticated(&self) -> bool {
+        self.api_status() == Some(401)
+    }
+
+    /// Whether the service answered 403: the credential is valid but may not
+    /// do this (a merchant key on a courier route, say).
+    pub fn is_forbidden(&self) -> bool {
+        self.api_status() == Some(403)
+    }
+
+    /// Whether the service answered 409: the state does not allow it
+    /// ([`ProblemCode::InvalidState`], [`ProblemCode::AlreadyRated`]), or it
+    /// clashes with what exists ([`ProblemCode::WebhookUrlTaken`],
+    /// [`ProblemCode::IdempotencyConflict`]). [`code`](Error::code) tells
+    /// which.
+    pub fn is_conflict(&self) -> bool {
+        self.api_status() == Some(409)
+    }
+
+    /// Whether the service answered 429: too many requests, after the
+    /// client's own retries. [`retry_after`](Error::retry_after) says how
+    /// long the service asked to wait.
+    pub fn is_rate_limited(&self) -> bool {
+        self.api_status() == Some(429)
+    }
+
+    /// Whether an attempt took longer than the configured time-out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+
+    /// How long the service asked the caller to wait (`Retry-After`, on 429
+    /// and 503 answers) before sending the request again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.api().and_then(|e| e.retry_after)
+    }
+
+    /// The one request field at fault, for a refusal that names one
+    /// (`missing_field`, `invalid_field`, `unknown_field`).
+    pub fn field(&self) -> Option<&str> {
+        self.api().and_then(|e| e.field.as_deref())
+    }
+
+    /// The status of an error answer; not of an unreadable success answer.
+    fn api_status(&self) -> Option<u16> {
+        self.api().map(|e| e.status)
     }
 
     /// The request id the service gave this request, for support tickets
@@ -152,9 +226,10 @@ pub(crate) fn is_retryable_status(status: u16) -> bool {
 pub struct ApiError {
     /// The HTTP status.
     pub status: u16,
-    /// Stable machine-readable code (`missing_field`, `invalid_state`, ...);
-    /// `None` when the body was not a problem document (a proxy's HTML page).
-    pub code: Option<String>,
+    /// Stable machine-readable code ([`ProblemCode::MissingField`],
+    /// [`ProblemCode::InvalidState`], ...); `None` when the body was not a
+    /// problem document (a proxy's HTML page).
+    pub code: Option<ProblemCode>,
     /// What went wrong, for a person.
     pub detail: Option<String>,
     /// The one request field at fault, where there is one.
@@ -175,7 +250,7 @@ impl ApiError {
         match problem {
             Some(p) => ApiError {
                 status,
-                code: Some(p.code),
+                code: Some(p.problem_code()),
                 detail: Some(p.detail),
                 field: p.field,
                 request_id: request_id.or(p.request_id),
@@ -212,15 +287,72 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// A failure of the network or the HTTP stack under the client: the cause of
+/// [`Error::Connect`], [`Error::Timeout`] and [`Error::Transport`].
+///
+/// It prints the HTTP stack's message and leads, through
+/// [`source`](std::error::Error::source), to the causes underneath (an I/O
+/// error, a TLS failure). The HTTP library itself stays out of the SDK's
+/// API, so it can be upgraded without breaking callers.
+pub struct TransportError(reqwest::Error);
+
+impl TransportError {
+    /// Wraps a failure of the HTTP stack. Addresses are dropped from its
+    /// message: they carry no secret, but a query string might one day.
+    pub(crate) fn new(e: reqwest::Error) -> TransportError {
+        TransportError(e.without_url())
+    }
+}
+
+impl fmt::Debug for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for TransportError {
+    // Transparent: this error prints the HTTP stack's message, so its source
+    // is that error's cause, and a chain printer shows each message once.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error answer with a problem body of `code`, as the transport
+    /// builds it.
+    fn answer(status: u16, code: &str, retry_after: Option<Duration>) -> Error {
+        let problem = Problem {
+            type_: "about:blank".into(),
+            title: "Error".into(),
+            status,
+            detail: format!("it went wrong: {code}"),
+            code: code.into(),
+            field: Some("url".into()),
+            request_id: Some("r-body".into()),
+        };
+        Error::Api(Box::new(ApiError::new(
+            status,
+            Some(problem),
+            Some("r-header".into()),
+            retry_after,
+        )))
+    }
 
     #[test]
     fn an_api_error_reads_like_a_sentence() {
         let e = Error::Api(Box::new(ApiError {
             status: 409,
-            code: Some("invalid_state".into()),
+            code: Some(ProblemCode::InvalidState),
             detail: Some("the shipment is delivered".into()),
             field: None,
             request_id: Some("r-1".into()),
@@ -231,9 +363,101 @@ mod tests {
             "HTTP 409 invalid_state: the shipment is delivered (request id r-1)"
         );
         assert_eq!(e.status(), Some(409));
-        assert_eq!(e.code(), Some("invalid_state"));
+        assert_eq!(e.code(), Some(&ProblemCode::InvalidState));
         assert_eq!(e.request_id(), Some("r-1"));
         assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn the_problem_code_is_typed_and_an_unknown_one_is_kept() {
+        let e = answer(409, "webhook_url_taken", None);
+        assert_eq!(e.code(), Some(&ProblemCode::WebhookUrlTaken));
+        assert!(matches!(e.code(), Some(ProblemCode::WebhookUrlTaken)));
+        assert!(e.code().is_some_and(|c| c == "webhook_url_taken"));
+
+        let e = answer(422, "quota_exceeded", None);
+        assert_eq!(e.code(), Some(&ProblemCode::Other("quota_exceeded".into())));
+        assert_eq!(
+            e.to_string(),
+            "HTTP 422 quota_exceeded: it went wrong: quota_exceeded (request id r-header)"
+        );
+    }
+
+    #[test]
+    fn an_answer_without_a_problem_body_has_a_status_but_no_code() {
+        let e = Error::Api(Box::new(ApiError::new(404, None, None, None)));
+        assert_eq!((e.status(), e.code()), (Some(404), None));
+        assert!(e.is_not_found());
+        assert_eq!(e.field(), None);
+    }
+
+    #[test]
+    fn each_status_helper_answers_for_its_status_only() {
+        type Helper = fn(&Error) -> bool;
+        let helpers: [(&str, Helper, u16); 5] = [
+            ("is_unauthenticated", Error::is_unauthenticated, 401),
+            ("is_forbidden", Error::is_forbidden, 403),
+            ("is_not_found", Error::is_not_found, 404),
+            ("is_conflict", Error::is_conflict, 409),
+            ("is_rate_limited", Error::is_rate_limited, 429),
+        ];
+        let answers = [
+            (400, "invalid_field"),
+            (401, "unauthenticated"),
+            (403, "forbidden"),
+            (404, "not_found"),
+            (405, "method_not_allowed"),
+            (409, "invalid_state"),
+            (413, "payload_too_large"),
+            (429, "rate_limited"),
+            (500, "internal"),
+            (503, "unavailable"),
+        ];
+        for (status, code) in answers {
+            let e = answer(status, code, None);
+            for (name, helper, its_status) in helpers {
+                assert_eq!(helper(&e), status == its_status, "{name} on {status}");
+            }
+            assert!(!e.is_timeout(), "{status}");
+        }
+    }
+
+    #[test]
+    fn errors_that_are_not_answers_are_none_of_those() {
+        let decode = Error::Decode {
+            status: 200,
+            request_id: None,
+            source: serde_json::from_str::<u8>("x").unwrap_err(),
+        };
+        for e in [
+            Error::InvalidRating(11),
+            Error::InvalidPage,
+            Error::Config("no key".into()),
+            decode,
+        ] {
+            assert!(
+                !(e.is_not_found()
+                    || e.is_unauthenticated()
+                    || e.is_forbidden()
+                    || e.is_conflict()
+                    || e.is_rate_limited()
+                    || e.is_timeout()),
+                "{e}"
+            );
+            assert_eq!((e.code(), e.retry_after(), e.field()), (None, None, None));
+        }
+    }
+
+    #[test]
+    fn retry_after_and_field_come_from_the_answer() {
+        let e = answer(429, "rate_limited", Some(Duration::from_secs(7)));
+        assert!(e.is_rate_limited());
+        assert_eq!(e.code(), Some(&ProblemCode::RateLimited));
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(e.field(), Some("url"));
+        // The header's request id wins over the body's.
+        assert_eq!(e.request_id(), Some("r-header"));
+        assert_eq!(answer(409, "invalid_state", None).retry_after(), None);
     }
 
     #[test]

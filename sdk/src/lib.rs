@@ -77,10 +77,16 @@
 //!   and manages [API keys](DashboardClient::api_keys) and
 //!   [webhooks](DashboardClient::webhooks).
 //! - Every failure is one [`Error`]: the service's refusals carry the HTTP
-//!   status, the problem `code`, `detail`, `field` and request id; network
-//!   failures, time-outs and unreadable answers are their own variants; and
-//!   arguments that cannot be right (a rating of 11, a page size of 500, a
-//!   malformed shipment code) fail before any request.
+//!   status, the problem [`code`](Error::code) (a
+//!   [`ProblemCode`](model::ProblemCode)), `detail`, `field` and request id;
+//!   network failures, time-outs and unreadable answers are their own
+//!   variants; and arguments that cannot be right (a rating of 11, a page
+//!   size of 500, a malformed shipment code) fail before any request.
+//!   Helpers answer the usual questions without matching:
+//!   [`is_not_found`](Error::is_not_found),
+//!   [`is_conflict`](Error::is_conflict),
+//!   [`is_rate_limited`](Error::is_rate_limited),
+//!   [`retry_after`](Error::retry_after), ...
 //! - Reads and shipment creation are retried on connection failures,
 //!   time-outs, 429, 502, 503 and 504, with exponential back-off and full
 //!   jitter, honouring `Retry-After`. Other errors are never retried.
@@ -92,6 +98,47 @@
 //!   adds later never breaks a client. Keys, tokens and passwords are
 //!   [`Secret`](model::Secret)s, which `Debug` prints as `[redacted]`.
 //!
+//! # Handling errors
+//!
+//! ```no_run
+//! use shipment_sdk::model::ProblemCode;
+//!
+//! # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+//! match client.shipments().cancel("SHP-7K3M-Q9ZX").await {
+//!     Ok(shipment) => println!("cancelled at {:?}", shipment.cancelled_at),
+//!     Err(e) if e.code() == Some(&ProblemCode::InvalidState) => {
+//!         println!("too late to cancel: {e}");
+//!     }
+//!     Err(e) if e.is_not_found() => println!("no such shipment"),
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Dependencies you share with the SDK
+//!
+//! The model's money is [`rust_decimal::Decimal`] and its instants are
+//! [`chrono::DateTime<Utc>`](chrono::DateTime). Both crates are re-exported
+//! ([`shipment_sdk::chrono`](crate::chrono),
+//! [`shipment_sdk::rust_decimal`](crate::rust_decimal)), and the two types
+//! also as [`model::Decimal`], [`model::DateTime`] and [`model::Utc`], so a
+//! program can use the SDK's versions instead of matching them in its own
+//! `Cargo.toml`:
+//!
+//! ```
+//! use shipment_sdk::chrono::{Duration, Utc};
+//! use shipment_sdk::model::{CreateShipment, Decimal, ListShipments};
+//!
+//! let since = Utc::now() - Duration::hours(1);
+//! let query = ListShipments::default().updated_after(since);
+//! let request = CreateShipment::new(7).weight_kg(Decimal::new(45, 1)); // 4.5 kg
+//! # let _ = (query, request);
+//! ```
+//!
+//! No type of the HTTP stack (reqwest, hyper) is part of the SDK's API:
+//! network failures are a [`TransportError`], whose
+//! [`source`](std::error::Error::source) chain leads to the cause.
+//!
 //! # Features
 //!
 //! - `client` (default): the HTTP client, on reqwest with rustls. Without it
@@ -100,7 +147,9 @@
 #![warn(missing_docs)]
 
 pub mod model;
-mod webhook_url;
+
+pub use chrono;
+pub use rust_decimal;
 
 #[cfg(feature = "client")]
 mod checks;
@@ -122,7 +171,7 @@ pub use client::{Client, ClientBuilder, Environment, STAGING_URL};
 #[cfg(feature = "client")]
 pub use dashboard::{DashboardBuilder, DashboardClient};
 #[cfg(feature = "client")]
-pub use error::{ApiError, Error, Result};
+pub use error::{ApiError, Error, Result, TransportError};
 #[cfg(feature = "client")]
 pub use resources::api_keys::ApiKeys;
 #[cfg(feature = "client")]

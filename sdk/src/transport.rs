@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use crate::error::{ApiError, Error, Result};
+use crate::error::{ApiError, Error, Result, TransportError};
 use crate::model::Problem;
 use crate::retry::{RetryPolicy, parse_retry_after};
 
@@ -291,7 +291,7 @@ impl Transport {
                     tracing::debug!(error = %error, "request failed");
                     return Err(error);
                 }
-                let retry_after = error.api().and_then(|e| e.retry_after);
+                let retry_after = error.retry_after();
                 let Some(delay) = policy.delay(attempt, retry_after) else {
                     tracing::debug!(error = %error, "the service asked for a longer pause than we wait");
                     return Err(error);
@@ -357,12 +357,11 @@ impl Transport {
 
 /// Sorts reqwest's failures into the SDK's kinds.
 fn classify(e: reqwest::Error) -> Error {
-    // `without_url` keeps addresses out of messages; they carry no secret,
-    // but a query string might one day.
-    let e = e.without_url();
-    if e.is_timeout() {
+    let (timeout, connect) = (e.is_timeout(), e.is_connect());
+    let e = TransportError::new(e);
+    if timeout {
         Error::Timeout(e)
-    } else if e.is_connect() {
+    } else if connect {
         Error::Connect(e)
     } else {
         Error::Transport(e)

@@ -87,7 +87,7 @@ pub async fn logout(ctx: &Ctx) -> Result<(), Failure> {
     match ctx.dashboard() {
         Ok(dashboard) => match dashboard.logout().await {
             Ok(()) => {}
-            Err(e) if e.status() == Some(401) => {}
+            Err(e) if e.is_unauthenticated() => {}
             Err(e) => return Err(Failure::sdk(e, Surface::Login)),
         },
         Err(f) if f.code == AUTH => {}
@@ -135,7 +135,7 @@ pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
     if settings.api_key.is_some() {
         match ctx.client()?.couriers().list().await {
             Ok(_) => id.api_key_accepted = Some(true),
-            Err(e) if matches!(e.status(), Some(401 | 403)) => {
+            Err(e) if e.is_unauthenticated() || e.is_forbidden() => {
                 id.api_key_accepted = Some(false);
                 problems.push("the API key was refused");
             }
@@ -148,7 +148,7 @@ pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
         let valid = match ctx.dashboard() {
             Ok(dashboard) => match dashboard.api_keys().list().await {
                 Ok(_) => true,
-                Err(e) if e.status() == Some(401) => false,
+                Err(e) if e.is_unauthenticated() => false,
                 Err(e) => return Err(Failure::sdk(e, Surface::Keys)),
             },
             Err(f) if f.code == AUTH => false,

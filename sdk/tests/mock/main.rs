@@ -1,0 +1,9 @@
+//! The client against a wiremock server, for what the real server will not
+//! do on demand: failures, retries, slow and broken answers.
+
+mod dashboard;
+mod errors;
+mod helpers;
+mod retries;
+mod shipments;
+mod spans;
