@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use e2e::{Db, Fixture, TestServer, db_tests, send};
 use fantoccini::{Client, ClientBuilder, Locator};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
 
 db_tests!(
     a_merchant_manages_keys_and_webhooks_and_signs_out,
@@ -111,13 +111,13 @@ impl Driver {
 /// A browser on a server's dashboard, with the checks every page gets.
 struct Walk<'a> {
     client: Client,
-    server: &'a TestServer,
+    server: &'a TestApp,
     screenshots: bool,
 }
 
 impl Walk<'_> {
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.root_url)
+        format!("{}{path}", self.server.root)
     }
 
     async fn goto(&self, path: &str) {
@@ -227,7 +227,7 @@ impl Walk<'_> {
     }
 }
 
-async fn start(server: &TestServer) -> Option<(Driver, Walk<'_>)> {
+async fn start(server: &TestApp) -> Option<(Driver, Walk<'_>)> {
     let driver = Driver::start()?;
     let client = driver.browser().await;
     Some((
@@ -240,12 +240,12 @@ async fn start(server: &TestServer) -> Option<(Driver, Walk<'_>)> {
     ))
 }
 
-async fn webhook_active(server: &TestServer, f: &Fixture, id: i64) -> bool {
+async fn webhook_active(server: &TestApp, f: &Fixture, id: i64) -> bool {
     let webhook = server.store.webhook(f.merchant_id, id).await.unwrap();
     webhook.expect("the webhook exists").active
 }
 
-async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer) {
+async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
     let Some((_driver, walk)) = start(server).await else {
         return;
     };
@@ -290,7 +290,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer)
     walk.check_page("api-key-verified").await;
 
     // Delete it (with the confirmation) and the API refuses it.
-    let (status, _) = send(server.request(Method::GET, "/merchant-couriers", &key)).await;
+    let (status, _) = send(server.req(Method::GET, "/merchant-couriers", &key)).await;
     assert_eq!(status, StatusCode::OK);
     walk.client
         .find(Locator::XPath(
@@ -307,7 +307,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer)
         .await;
     walk.wait_for_text("The key was deleted").await;
     assert!(!walk.source().await.contains("browser key"));
-    let (status, body) = send(server.request(Method::GET, "/merchant-couriers", &key)).await;
+    let (status, body) = send(server.req(Method::GET, "/merchant-couriers", &key)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
 
     // Register a webhook and see its signing key once.
@@ -329,7 +329,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer)
     // A change is delivered (and fails: nothing listens there), and the
     // log says so.
     server
-        .create_shipment(&f, json!({"courier_company_id": f.courier_id}))
+        .create(&f, json!({"courier_company_id": f.courier_id}))
         .await;
 
     // Disable, enable.
@@ -402,7 +402,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestServer)
     walk.client.close().await.expect("close the browser");
 }
 
-async fn a_merchant_follows_shipments_through_the_pages(server: &TestServer) {
+async fn a_merchant_follows_shipments_through_the_pages(server: &TestApp) {
     let Some((_driver, walk)) = start(server).await else {
         return;
     };
@@ -410,7 +410,7 @@ async fn a_merchant_follows_shipments_through_the_pages(server: &TestServer) {
     // Enough older ones for a second page.
     for _ in 0..20 {
         server
-            .create_shipment(&f, json!({"courier_company_id": f.courier_id}))
+            .create(&f, json!({"courier_company_id": f.courier_id}))
             .await;
     }
     let mut delivered = String::new();
@@ -425,7 +425,7 @@ async fn a_merchant_follows_shipments_through_the_pages(server: &TestServer) {
     .enumerate()
     {
         let created = server
-            .create_shipment(
+            .create(
                 &f,
                 json!({
                     "courier_company_id": f.courier_id,

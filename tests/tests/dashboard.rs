@@ -1,8 +1,9 @@
 //! The SDK's `DashboardClient` against the real reference server, on SQLite
 //! and PostgreSQL: sign-in, API keys, webhooks, sign-out.
 
-use e2e::{Fixture, TestServer, db_tests};
+use shipment_sdk::model::ProblemCode;
 use shipment_sdk::{DashboardClient, Error};
+use shipment_testkit::{Fixture, TestApp, db_tests};
 
 db_tests!(
     api_keys_are_created_verified_and_deleted,
@@ -10,9 +11,9 @@ db_tests!(
     sign_in_and_sign_out_guard_the_dashboard,
 );
 
-async fn login(server: &TestServer, f: &Fixture) -> DashboardClient {
+async fn login(server: &TestApp, f: &Fixture) -> DashboardClient {
     DashboardClient::login(
-        &server.base_url,
+        &server.base,
         &f.email,
         f.password.as_deref().expect("a fixture with a login"),
     )
@@ -20,7 +21,7 @@ async fn login(server: &TestServer, f: &Fixture) -> DashboardClient {
     .expect("the merchant signs in")
 }
 
-async fn api_keys_are_created_verified_and_deleted(server: &TestServer) {
+async fn api_keys_are_created_verified_and_deleted(server: &TestApp) {
     let f = server.fixture_with_login().await;
     let dashboard = login(server, &f).await;
     let keys = dashboard.api_keys();
@@ -29,7 +30,7 @@ async fn api_keys_are_created_verified_and_deleted(server: &TestServer) {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name, "e2e");
     assert_eq!(listed[0].prefix, "sk_test_");
-    assert!(f.api_key.ends_with(&listed[0].last4));
+    assert!(f.key.ends_with(&listed[0].last4));
 
     let created = keys.create("deploy").await.unwrap();
     assert_eq!(created.api_key.name, "deploy");
@@ -48,7 +49,7 @@ async fn api_keys_are_created_verified_and_deleted(server: &TestServer) {
     assert!(!keys.verify("not a key at all").await.unwrap().valid);
     let other = server.fixture().await;
     assert!(
-        !keys.verify(&other.api_key).await.unwrap().valid,
+        !keys.verify(&other.key).await.unwrap().valid,
         "another merchant's key is not ours"
     );
 
@@ -57,10 +58,13 @@ async fn api_keys_are_created_verified_and_deleted(server: &TestServer) {
     let err = client.couriers().list().await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(401), Some("unauthenticated"))
+        (Some(401), Some(&ProblemCode::Unauthenticated))
     );
     let err = keys.delete(created.api_key.id).await.unwrap_err();
-    assert_eq!((err.status(), err.code()), (Some(404), Some("not_found")));
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(404), Some(&ProblemCode::NotFound))
+    );
     assert!(!keys.verify(created.key.expose()).await.unwrap().valid);
 
     // An empty name lets the server choose one.
@@ -68,7 +72,7 @@ async fn api_keys_are_created_verified_and_deleted(server: &TestServer) {
     assert!(!unnamed.api_key.name.is_empty());
 }
 
-async fn webhooks_are_registered_paused_and_deleted(server: &TestServer) {
+async fn webhooks_are_registered_paused_and_deleted(server: &TestApp) {
     let f = server.fixture_with_login().await;
     let dashboard = login(server, &f).await;
     let hooks = dashboard.webhooks();
@@ -85,7 +89,7 @@ async fn webhooks_are_registered_paused_and_deleted(server: &TestServer) {
     let err = hooks.register(url).await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(409), Some("webhook_url_taken"))
+        (Some(409), Some(&ProblemCode::WebhookUrlTaken))
     );
     let err = hooks
         .register("http://shop.example.com/hooks")
@@ -114,20 +118,23 @@ async fn webhooks_are_registered_paused_and_deleted(server: &TestServer) {
     hooks.delete(id).await.unwrap();
     assert!(hooks.list().await.unwrap().is_empty());
     let err = hooks.delete(id).await.unwrap_err();
-    assert_eq!((err.status(), err.code()), (Some(404), Some("not_found")));
+    assert_eq!(
+        (err.status(), err.code()),
+        (Some(404), Some(&ProblemCode::NotFound))
+    );
     let err = hooks.deliveries(id, 1).await.unwrap_err();
     assert_eq!(err.status(), Some(404));
 }
 
-async fn sign_in_and_sign_out_guard_the_dashboard(server: &TestServer) {
+async fn sign_in_and_sign_out_guard_the_dashboard(server: &TestApp) {
     let f = server.fixture_with_login().await;
 
-    let err = DashboardClient::login(&server.base_url, &f.email, "wrong password")
+    let err = DashboardClient::login(&server.base, &f.email, "wrong password")
         .await
         .unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(401), Some("unauthenticated"))
+        (Some(401), Some(&ProblemCode::Unauthenticated))
     );
     assert!(!format!("{err} {err:?}").contains("wrong password"));
 
@@ -135,15 +142,15 @@ async fn sign_in_and_sign_out_guard_the_dashboard(server: &TestServer) {
     assert!(dashboard.expires_at().is_some());
     // A session can be resumed from its token, as a CLI would.
     let resumed = DashboardClient::builder()
-        .base_url(&server.base_url)
+        .base_url(&server.base)
         .token(dashboard.token().expose())
         .unwrap();
     assert_eq!(resumed.api_keys().list().await.unwrap().len(), 1);
 
     // An API key is not a session token.
     let with_api_key = DashboardClient::builder()
-        .base_url(&server.base_url)
-        .token(&f.api_key)
+        .base_url(&server.base)
+        .token(&f.key)
         .unwrap();
     let err = with_api_key.api_keys().list().await.unwrap_err();
     assert_eq!(err.status(), Some(401));
@@ -152,7 +159,7 @@ async fn sign_in_and_sign_out_guard_the_dashboard(server: &TestServer) {
     let err = resumed.webhooks().list().await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(401), Some("unauthenticated"))
+        (Some(401), Some(&ProblemCode::Unauthenticated))
     );
     assert!(matches!(err, Error::Api(_)));
 }

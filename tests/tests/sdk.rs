@@ -8,11 +8,12 @@ mod dashboard;
 use std::collections::HashSet;
 
 use chrono::{Duration, Utc};
-use e2e::{TestServer, db_tests};
 use futures_util::TryStreamExt as _;
 use rust_decimal::Decimal;
 use shipment_sdk::Error;
+use shipment_sdk::model::ProblemCode;
 use shipment_sdk::model::{CreateShipment, ListShipments, Status};
+use shipment_testkit::{TestApp, db_tests};
 
 fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
@@ -30,9 +31,9 @@ db_tests!(
     the_servers_refusals_arrive_as_typed_errors,
 );
 
-async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestServer) {
+async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let request = CreateShipment::new(f.courier_id)
         .description("Two boxes of books")
         .weight_kg(dec("4.5"))
@@ -78,9 +79,9 @@ async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestSer
     assert_ne!(far.code, created.code);
 }
 
-async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server: &TestServer) {
+async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let request = CreateShipment::new(f.courier_id).description("once only");
     let first = client
         .shipments()
@@ -100,7 +101,7 @@ async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server:
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(409));
-    assert_eq!(err.code(), Some("idempotency_conflict"));
+    assert_eq!(err.code(), Some(&ProblemCode::IdempotencyConflict));
 
     // `create` makes a fresh key per call: two calls, two shipments.
     let a = client.shipments().create(&request).await.unwrap();
@@ -114,9 +115,9 @@ async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server:
     assert_eq!(all.total, 3);
 }
 
-async fn list_filters_and_pages(server: &TestServer) {
+async fn list_filters_and_pages(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let before = Utc::now() - Duration::seconds(1);
     let mut codes = Vec::new();
     for i in 0..7 {
@@ -133,7 +134,7 @@ async fn list_filters_and_pages(server: &TestServer) {
     // Another merchant's shipments never show up.
     let other = server.fixture().await;
     server
-        .sdk(&other.api_key)
+        .sdk(&other.key)
         .shipments()
         .create(&CreateShipment::new(other.courier_id))
         .await
@@ -221,9 +222,9 @@ async fn list_filters_and_pages(server: &TestServer) {
     assert!(changed.total < 7, "{}", changed.total);
 }
 
-async fn list_all_streams_every_page_newest_first(server: &TestServer) {
+async fn list_all_streams_every_page_newest_first(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let mut created = Vec::new();
     for _ in 0..5 {
         let s = client
@@ -261,9 +262,9 @@ async fn list_all_streams_every_page_newest_first(server: &TestServer) {
     assert!(nothing.is_empty());
 }
 
-async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestServer) {
+async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let s = client
         .shipments()
         .create(&CreateShipment::new(f.courier_id))
@@ -303,7 +304,7 @@ async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestServer) {
     server.advance(&f, &moving.code, "in_transit").await;
     let err = client.shipments().cancel(&moving.code).await.unwrap_err();
     assert_eq!(err.status(), Some(409));
-    assert_eq!(err.code(), Some("invalid_state"));
+    assert_eq!(err.code(), Some(&ProblemCode::InvalidState));
     assert!(err.request_id().is_some());
     assert_eq!(
         client.shipments().get(&moving.code).await.unwrap().status,
@@ -311,9 +312,9 @@ async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestServer) {
     );
 }
 
-async fn rate_applies_once_to_a_delivered_shipment(server: &TestServer) {
+async fn rate_applies_once_to_a_delivered_shipment(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let s = client
         .shipments()
         .create(&CreateShipment::new(f.courier_id))
@@ -322,7 +323,7 @@ async fn rate_applies_once_to_a_delivered_shipment(server: &TestServer) {
     let err = client.shipments().rate(&s.code, 8).await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(409), Some("invalid_state"))
+        (Some(409), Some(&ProblemCode::InvalidState))
     );
 
     server.advance(&f, &s.code, "delivered").await;
@@ -334,7 +335,7 @@ async fn rate_applies_once_to_a_delivered_shipment(server: &TestServer) {
     let err = client.shipments().rate(&s.code, 3).await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(409), Some("already_rated"))
+        (Some(409), Some(&ProblemCode::AlreadyRated))
     );
     // Out of range never reaches the server.
     assert!(matches!(
@@ -347,9 +348,9 @@ async fn rate_applies_once_to_a_delivered_shipment(server: &TestServer) {
     );
 }
 
-async fn a_confirmation_code_is_needed_at_delivery(server: &TestServer) {
+async fn a_confirmation_code_is_needed_at_delivery(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let s = client
         .shipments()
         .create(&CreateShipment::new(f.courier_id))
@@ -408,13 +409,13 @@ async fn a_confirmation_code_is_needed_at_delivery(server: &TestServer) {
         .unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(409), Some("invalid_state"))
+        (Some(409), Some(&ProblemCode::InvalidState))
     );
 }
 
-async fn couriers_lists_the_linked_companies(server: &TestServer) {
+async fn couriers_lists_the_linked_companies(server: &TestApp) {
     let f = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let couriers = client.couriers().list().await.unwrap();
     assert_eq!(couriers.len(), 1);
     let c = &couriers[0];
@@ -453,12 +454,12 @@ async fn couriers_lists_the_linked_companies(server: &TestServer) {
     assert_eq!(ids, [f.courier_id, second]);
 }
 
-async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
+async fn the_servers_refusals_arrive_as_typed_errors(server: &TestApp) {
     let f = server.fixture().await;
     let other = server.fixture().await;
-    let client = server.sdk(&f.api_key);
+    let client = server.sdk(&f.key);
     let theirs = server
-        .sdk(&other.api_key)
+        .sdk(&other.key)
         .shipments()
         .create(&CreateShipment::new(other.courier_id))
         .await
@@ -467,7 +468,10 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
     // 404: well-formed, but nobody's.
     let err = client.shipments().get("SHP-0000-0000").await.unwrap_err();
     let api = err.api().expect("an API error");
-    assert_eq!((api.status, api.code.as_deref()), (404, Some("not_found")));
+    assert_eq!(
+        (api.status, api.code.as_ref()),
+        (404, Some(&ProblemCode::NotFound))
+    );
     assert!(api.detail.as_deref().unwrap().contains("SHP-0000-0000"));
     assert!(api.request_id.is_some());
     assert!(!err.is_retryable());
@@ -485,13 +489,13 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
     ] {
         assert_eq!(
             (err.status(), err.code()),
-            (Some(403), Some("forbidden")),
+            (Some(403), Some(&ProblemCode::Forbidden)),
             "{err}"
         );
     }
     assert_eq!(
         server
-            .sdk(&other.api_key)
+            .sdk(&other.key)
             .shipments()
             .get(&theirs.code)
             .await
@@ -509,8 +513,8 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
         .unwrap_err();
     let api = err.api().expect("an API error");
     assert_eq!(
-        (api.status, api.code.as_deref()),
-        (400, Some("invalid_field"))
+        (api.status, api.code.as_ref()),
+        (400, Some(&ProblemCode::InvalidField))
     );
     assert_eq!(api.field.as_deref(), Some("courier_company_id"));
     let err = client
@@ -526,7 +530,7 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
     let err = stranger.couriers().list().await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
-        (Some(401), Some("unauthenticated"))
+        (Some(401), Some(&ProblemCode::Unauthenticated))
     );
     assert!(!format!("{err} {err:?}").contains("sk_test_0000"));
     let err = stranger.shipments().get(&theirs.code).await.unwrap_err();
@@ -534,8 +538,8 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestServer) {
 
     // A key of the other environment never leaves the process.
     let err = shipment_sdk::Client::builder()
-        .api_key(f.api_key.replace("sk_test_", "sk_live_"))
-        .base_url(&server.base_url)
+        .api_key(f.key.replace("sk_test_", "sk_live_"))
+        .base_url(&server.base)
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::WrongEnvironment { .. }), "{err}");

@@ -2,6 +2,7 @@
 //! every command against the real reference server.
 
 mod config;
+mod dashboard;
 mod helpers;
 mod offline;
 mod online;

@@ -3,8 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::db_tests;
-use crate::helpers::{TestApp, assert_problem, send};
+use shipment_testkit::{TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     couriers_list_their_shipments_and_manage_drivers,

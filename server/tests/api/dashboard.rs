@@ -4,8 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::db_tests;
-use crate::helpers::{Db, TestApp, assert_problem, send};
+use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     sign_in_gives_a_bearer_token_that_sign_out_ends,
@@ -27,7 +26,7 @@ db_tests!(
 );
 
 async fn expired_tokens_are_refused(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     let past = chrono::Utc::now() - chrono::Duration::minutes(1);
     let sql = "UPDATE sessions SET expires_at = $1";
@@ -45,7 +44,7 @@ async fn expired_tokens_are_refused(app: &TestApp) {
 }
 
 async fn sign_in_gives_a_bearer_token_that_sign_out_ends(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     // E-mail matching ignores case and surrounding spaces.
     let (status, body) =
         send(app.client.post(format!("{}/auth/login", app.base)).json(
@@ -66,7 +65,7 @@ async fn sign_in_gives_a_bearer_token_that_sign_out_ends(app: &TestApp) {
 }
 
 async fn wrong_passwords_are_refused_and_the_sixth_try_is_throttled(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let attempt = |password: String| {
         send(
             app.client
@@ -106,7 +105,8 @@ async fn wrong_passwords_are_refused_and_the_sixth_try_is_throttled(app: &TestAp
 }
 
 async fn api_keys_and_bearer_tokens_do_not_mix(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     // An API key on a Bearer route.
     let got = send(app.req(Method::GET, "/api-keys", &f.key)).await;
@@ -129,7 +129,8 @@ async fn api_keys_and_bearer_tokens_do_not_mix(app: &TestApp) {
 }
 
 async fn api_keys_are_listed_without_secrets_created_once_and_deleted_at_once(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
 
     let (status, created) = send(
@@ -192,7 +193,8 @@ async fn api_keys_are_listed_without_secrets_created_once_and_deleted_at_once(ap
 }
 
 async fn a_pasted_key_is_verified(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let other = app.fixture().await;
     let token = app.login(&email, &password).await;
     let verify = |key: String| {
@@ -204,7 +206,7 @@ async fn a_pasted_key_is_verified(app: &TestApp) {
     let (status, body) = verify(f.key.clone()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["valid"], true);
-    assert_eq!(body["name"], "test");
+    assert_eq!(body["name"], "e2e");
     assert!(body["id"].is_i64());
     for key in [
         other.key.clone(),
@@ -219,7 +221,7 @@ async fn a_pasted_key_is_verified(app: &TestApp) {
 }
 
 async fn webhooks_are_registered_once_toggled_and_deleted(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     let url = "https://localhost:9/hook";
     let (status, created) = send(
@@ -290,7 +292,7 @@ async fn webhooks_are_registered_once_toggled_and_deleted(app: &TestApp) {
 }
 
 async fn webhook_urls_must_be_https(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     for url in [
         "http://example.com/hook",
@@ -309,7 +311,7 @@ async fn webhook_urls_must_be_https(app: &TestApp) {
 }
 
 async fn webhook_urls_a_browser_would_open_are_accepted_normalised(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     for (sent, stored) in [
         (
@@ -354,7 +356,8 @@ async fn webhook_urls_a_browser_would_open_are_accepted_normalised(app: &TestApp
 /// private IPv4 address all get the very same answer, so registration
 /// tells a merchant nothing about which internal names exist.
 async fn unusable_webhook_hosts_all_get_the_same_answer(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     let (status, _) =
         send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
@@ -400,7 +403,8 @@ async fn unusable_webhook_hosts_all_get_the_same_answer(app: &TestApp) {
 }
 
 async fn shipment_webhook_url_needs_the_signing_key_first(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let body =
         json!({"courier_company_id": f.courier_id, "webhook_url": "https://localhost:9/own"});
     let got = send(app.req(Method::POST, "/shipments", &f.key).json(&body)).await;
@@ -427,8 +431,9 @@ async fn shipment_webhook_url_needs_the_signing_key_first(app: &TestApp) {
 }
 
 async fn dashboard_ids_of_other_merchants_are_not_found(app: &TestApp) {
-    let (_, email_a, password_a) = app.fixture_with_login().await;
-    let (b, email_b, password_b) = app.fixture_with_login().await;
+    let (email_a, password_a) = app.fixture_with_login().await.credentials();
+    let b = app.fixture_with_login().await;
+    let (email_b, password_b) = b.credentials();
     let token_a = app.login(&email_a, &password_a).await;
     let token_b = app.login(&email_b, &password_b).await;
     let (_, hook) = send(
@@ -461,7 +466,7 @@ async fn private_webhook_targets_are_refused_by_default() {
     })
     .await
     .unwrap();
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     for url in [
         "https://127.0.0.1/hook",

@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 use shipment_server::domain::sealed::DataKey;
 use shipment_server::webhooks::{DispatchSettings, Dispatcher};
 
-use crate::db_tests;
-use crate::helpers::{Db, Fixture, TestApp, send};
 use crate::receiver::{Received, Receiver, ca};
+use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
 
 db_tests!(
     every_change_is_delivered_signed_and_in_order,
@@ -72,7 +71,8 @@ async fn walk_to_delivered(app: &TestApp, f: &Fixture, code: &str) {
 
 async fn every_change_is_delivered_signed_and_in_order(app: &TestApp) {
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let (token, hook_id, key) = register(app, &email, &password, &receiver.url).await;
 
     let code = app.create_default(&f).await["code"]
@@ -147,7 +147,8 @@ async fn wait_for_log(app: &TestApp, token: &str, hook_id: i64, n: u64) -> Value
 
 async fn a_shipments_own_url_gets_deliveries_signed_with_the_shipment_key(app: &TestApp) {
     let receiver = Receiver::start(StatusCode::NO_CONTENT, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     let (_, signing) =
         send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
@@ -172,7 +173,8 @@ async fn a_shipments_own_url_gets_deliveries_signed_with_the_shipment_key(app: &
 
 async fn failures_are_logged_and_not_retried(app: &TestApp) {
     let receiver = Receiver::start(StatusCode::INTERNAL_SERVER_ERROR, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let (token, hook_id, _) = register(app, &email, &password, &receiver.url).await;
     // A second webhook nobody listens on: a connection error.
     let (_, dead) = send(
@@ -217,7 +219,8 @@ async fn wait_for_empty_outbox(app: &TestApp) {
 async fn inactive_webhooks_get_nothing(app: &TestApp) {
     let off = Receiver::start(StatusCode::OK, Duration::ZERO).await;
     let on = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let (token, off_id, _) = register(app, &email, &password, &off.url).await;
     register(app, &email, &password, &on.url).await;
     let (status, _) = send(
@@ -261,7 +264,8 @@ async fn a_claim_whose_process_died_is_delivered_after_its_lease(db: Db) {
         return;
     };
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     register(&app, &email, &password, &receiver.url).await;
     app.create_default(&f).await;
 
@@ -289,7 +293,8 @@ async fn concurrent_dispatchers_deliver_each_change_once_in_order(db: Db) {
         return;
     };
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     register(&app, &email, &password, &receiver.url).await;
     let mut codes = Vec::new();
     for _ in 0..6 {
@@ -352,7 +357,8 @@ async fn slow_receivers_time_out() {
     let app = TestApp::spawn_with(Db::Sqlite, |c| c.webhooks.webhook_timeout_secs = 1)
         .await
         .unwrap();
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let (token, hook_id, _) = register(&app, &email, &password, &receiver.url).await;
     app.create_default(&f).await;
     let log = wait_for_log(&app, &token, hook_id, 1).await;
@@ -395,8 +401,10 @@ async fn a_slow_receiver_does_not_hold_up_the_others() {
     let slow = Receiver::start(StatusCode::OK, Duration::from_secs(5)).await;
     let fast = Receiver::start(StatusCode::OK, Duration::ZERO).await;
     let app = TestApp::spawn(Db::Sqlite).await.unwrap();
-    let (a, email_a, password_a) = app.fixture_with_login().await;
-    let (b, email_b, password_b) = app.fixture_with_login().await;
+    let a = app.fixture_with_login().await;
+    let (email_a, password_a) = a.credentials();
+    let b = app.fixture_with_login().await;
+    let (email_b, password_b) = b.credentials();
     register(&app, &email_a, &password_a, &slow.url).await;
     register(&app, &email_b, &password_b, &fast.url).await;
     app.create_default(&a).await;
@@ -420,7 +428,8 @@ async fn a_change_wakes_the_dispatcher_without_waiting_for_a_poll() {
     let app = TestApp::spawn_with(Db::Sqlite, |c| c.webhooks.outbox_poll_ms = 3_600_000)
         .await
         .unwrap();
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     register(&app, &email, &password, &receiver.url).await;
     // Let the dispatcher finish its first poll and start waiting.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -443,7 +452,8 @@ async fn private_targets_are_refused_again_when_connecting() {
     })
     .await
     .unwrap();
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let port = receiver
         .url
         .split(':')

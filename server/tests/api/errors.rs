@@ -4,8 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::db_tests;
-use crate::helpers::{TestApp, assert_problem, send};
+use shipment_testkit::{TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     missing_wrong_and_unknown_keys_are_401_on_every_endpoint,

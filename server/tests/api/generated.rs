@@ -6,8 +6,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::db_tests;
-use crate::helpers::{TestApp, assert_problem, send};
+use shipment_testkit::{TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     an_integral_float_is_an_integer,
@@ -70,7 +69,8 @@ async fn an_optional_body_is_absent_or_an_object_never_null(app: &TestApp) {
 }
 
 async fn nul_characters_are_refused_before_the_database(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     let got = send(
         app.bearer(Method::POST, "/api-keys", &token)
@@ -100,7 +100,7 @@ async fn nul_characters_are_refused_before_the_database(app: &TestApp) {
 }
 
 async fn a_webhook_url_at_the_limit_is_accepted_after_normalising(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     // 2,048 bytes as sent; normalising adds the `/` of the empty path.
     let url = format!("https://a?{}", "0".repeat(2048 - "https://a?".len()));

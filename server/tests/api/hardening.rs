@@ -14,8 +14,7 @@ use shipment_server::{Application, Config};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::db_tests;
-use crate::helpers::{Db, FreshDb, TestApp, assert_problem, send};
+use shipment_testkit::{Db, FreshDb, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     a_burst_of_wrong_passwords_reaches_the_password_check_five_times_at_most,
@@ -82,7 +81,7 @@ fn assert_throttled(answers: &[(StatusCode, Value, Option<u64>)]) {
 }
 
 async fn a_burst_of_wrong_passwords_reaches_the_password_check_five_times_at_most(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let answers = wrong_sign_ins(&[&app.base], &spellings(&email), 60).await;
     assert_throttled(&answers);
     // The right password waits for the window too.
@@ -96,7 +95,7 @@ async fn a_burst_of_wrong_passwords_reaches_the_password_check_five_times_at_mos
 }
 
 async fn two_servers_on_one_database_share_the_sign_in_throttle(app: &TestApp) {
-    let (_, email, _) = app.fixture_with_login().await;
+    let email = app.fixture_with_login().await.email;
     // A second server process on the same database: its own pool, its own
     // memory; only the database is shared.
     let url = app.database_url.clone();
@@ -221,7 +220,7 @@ async fn e_mails_are_one_address_whatever_their_case_and_spaces(app: &TestApp) {
 }
 
 async fn the_bearer_scheme_is_case_insensitive(app: &TestApp) {
-    let (_, email, password) = app.fixture_with_login().await;
+    let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     for scheme in ["bearer", "BEARER", "Bearer"] {
         let (status, body) = send(
@@ -235,7 +234,8 @@ async fn the_bearer_scheme_is_case_insensitive(app: &TestApp) {
 }
 
 async fn json_bodies_are_read_strictly(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     // White space alone is not "no body".
     let got = send(

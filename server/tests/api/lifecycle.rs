@@ -3,8 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::db_tests;
-use crate::helpers::{Fixture, TestApp, assert_problem, send};
+use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     a_shipment_goes_from_creation_to_rated,

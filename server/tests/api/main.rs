@@ -1,7 +1,7 @@
 //! Integration tests: the real server on port 0, a fresh database per test,
-//! every body run on SQLite and (with `TEST_DATABASE_URL`) on PostgreSQL.
+//! every body run on SQLite and (with `TEST_DATABASE_URL`) on PostgreSQL,
+//! through the `shipment-testkit` harness.
 
-mod helpers;
 mod receiver;
 
 mod binary;

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::helpers::{Db, TestApp, send};
+use shipment_testkit::{Db, TestApp, send};
 
 fn committed() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi.json");

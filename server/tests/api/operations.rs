@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::Method;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::helpers::{Db, TestApp, send};
+use shipment_testkit::{Db, TestApp, send};
 
 /// The value of the first sample of `metric` whose labels contain every
 /// one of `labels`.

@@ -16,8 +16,8 @@ use shipment_server::store::{PoolSettings, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::helpers::{Db, FreshDb};
 use crate::receiver::{Receiver, ca};
+use shipment_testkit::{Db, FreshDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shipment-server");
 

@@ -1,9 +1,9 @@
-//! Real HTTPS webhook receivers for the delivery tests: a local CA made at
-//! test time (trusted by the server through `--webhook-ca-file`), and an
-//! axum receiver behind rustls that records what it gets.
+//! Real HTTPS webhook receivers for the delivery tests: an axum receiver
+//! behind rustls that records what it gets, with a certificate from the
+//! test kit's local CA (which every test server trusts through
+//! `--webhook-ca-file`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -12,52 +12,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum_server::tls_rustls::RustlsConfig;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, SanType};
 
-/// The test CA: its PEM file (for the server) and what signs leaf
-/// certificates.
-pub struct LocalCa {
-    pub pem_file: PathBuf,
-    issuer: Issuer<'static, KeyPair>,
-    _dir: tempfile::TempDir,
-}
-
-/// One CA per test process; every test server trusts it.
-pub fn ca() -> &'static LocalCa {
-    static CA: OnceLock<LocalCa> = OnceLock::new();
-    CA.get_or_init(|| {
-        let key = KeyPair::generate().expect("a CA key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "shipment tests local CA");
-        let cert = params.self_signed(&key).expect("a self-signed CA");
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let pem_file = dir.path().join("ca.pem");
-        std::fs::write(&pem_file, cert.pem()).expect("write the CA file");
-        LocalCa {
-            pem_file,
-            issuer: Issuer::new(params, key),
-            _dir: dir,
-        }
-    })
-}
-
-impl LocalCa {
-    /// A certificate and key (PEM) for `localhost` and 127.0.0.1.
-    fn leaf(&self) -> (String, String) {
-        let key = KeyPair::generate().expect("a leaf key");
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).expect("leaf params");
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress([127, 0, 0, 1].into()));
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .expect("a leaf certificate");
-        (cert.pem(), key.serialize_pem())
-    }
-}
+/// The CA the receivers' certificates come from.
+pub use shipment_testkit::ca;
 
 /// A delivery as the receiver saw it.
 #[derive(Debug, Clone)]

@@ -3,8 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::db_tests;
-use crate::helpers::{TestApp, assert_problem, send};
+use shipment_testkit::{TestApp, assert_problem, db_tests, send};
 
 db_tests!(
     create_answers_201_with_every_documented_field,
@@ -25,7 +24,8 @@ db_tests!(
 
 /// Any URL a browser would open is accepted, and kept as normalised.
 async fn a_webhook_url_is_kept_normalised(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
     let (status, _) =
         send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
@@ -74,10 +74,11 @@ fn is_timestamp(v: &Value) -> bool {
 }
 
 async fn create_answers_201_with_every_documented_field(app: &TestApp) {
-    let (f, email, password) = app.fixture_with_login().await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
     // A shipment's own webhook_url needs the shipment signing key.
     let token = app.login(&email, &password).await;
-    let (status, _) = crate::helpers::send(app.bearer(
+    let (status, _) = send(app.bearer(
         reqwest::Method::POST,
         "/webhooks/shipment-signing-key",
         &token,
@@ -321,7 +322,7 @@ async fn merchant_couriers_lists_linked_companies(app: &TestApp) {
     assert_eq!(data.len(), 1);
     let c = &data[0];
     assert_eq!(c["id"], f.courier_id);
-    assert_eq!(c["name"], "Swift");
+    assert_eq!(c["name"], "Swift Couriers");
     assert_eq!(c["active"], true);
     assert_eq!(
         (
