@@ -3,11 +3,11 @@
 # served OpenAPI document and checks every response against it (all
 # checks), as a merchant (X-API-KEY) and as a dashboard session (Bearer).
 # Fixtures come from the `admin` commands. Needs a built server
-# (SHIPMENT_SERVER, default target/debug/shipment-server) and `st`.
+# (SHIPMENT_SERVER, default $CARGO_TARGET_DIR or target, then /debug/shipment-server) and `st`.
 # MAX_EXAMPLES (per operation and run) sets the size: 28 operations x 2 runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-server="${SHIPMENT_SERVER:-target/debug/shipment-server}"
+server="${SHIPMENT_SERVER:-${CARGO_TARGET_DIR:-target}/debug/shipment-server}"
 max_examples="${MAX_EXAMPLES:-25}"
 work="$(mktemp -d)"
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
