@@ -15,7 +15,6 @@ use futures_util::TryStreamExt as _;
 use shipment_sdk::Client;
 // The SDK's own chrono, so this program need not match its version.
 use shipment_sdk::chrono::{Duration, Utc};
-use shipment_sdk::model::ListShipments;
 use webhook_verify::shipment::Deduplicator;
 
 #[tokio::main]
@@ -36,7 +35,12 @@ async fn main() -> anyhow::Result<()> {
     let applied = Deduplicator::new();
     let changed = client
         .shipments()
-        .list_all(ListShipments::default().updated_after(since).page_size(100));
+        .list()
+        .updated_after(since)
+        .page_size(100)
+        .send()
+        .await?
+        .into_stream();
     futures_util::pin_mut!(changed);
     let (mut new, mut stale) = (0u64, 0u64);
     while let Some(shipment) = changed.try_next().await? {

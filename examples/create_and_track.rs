@@ -47,7 +47,9 @@ async fn main() -> anyhow::Result<()> {
                 .start_address("52.5200,13.4050")
                 .end_address("52.3759,4.8975"),
         )
-        .await?;
+        .send()
+        .await?
+        .into_inner();
     println!(
         "created {} ({}), fee {}",
         shipment.code, shipment.status, shipment.total_fee

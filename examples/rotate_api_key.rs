@@ -10,6 +10,7 @@
 //! keys and stops.
 
 use anyhow::Context as _;
+use shipment_sdk::model::ApiKeyId;
 use shipment_sdk::{Client, DashboardClient};
 
 #[tokio::main]
@@ -31,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
         println!("pass the id of the key to replace");
         return Ok(());
     };
-    let old_id: i64 = old_id.parse().context("the key id is a number")?;
+    let old_id: ApiKeyId = old_id.parse().context("the key id is a number")?;
 
     // 1. A new key; this answer is the only time it is shown.
     let new = keys.create("rotated").await?;

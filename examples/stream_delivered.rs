@@ -1,8 +1,8 @@
 //! Run with: cargo run -p examples --example stream_delivered
 //!
 //! Prints every delivered shipment, however many pages there are, holding
-//! one page at a time: `list_all` is a stream that fetches the next page only
-//! when the current one is used up.
+//! one page at a time: `Page::into_stream` goes on from the first page and
+//! fetches the next only when the current one is used up.
 //!
 //! Settings: `SHIPMENT_API_KEY` (required), `SHIPMENT_BASE_URL` (default:
 //! the local reference server).
@@ -10,7 +10,7 @@
 use anyhow::Context as _;
 use futures_util::TryStreamExt as _;
 use shipment_sdk::Client;
-use shipment_sdk::model::{ListShipments, Status};
+use shipment_sdk::model::Status;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,11 +21,18 @@ async fn main() -> anyhow::Result<()> {
         )
         .build()?;
 
-    let delivered = client.shipments().list_all(
-        ListShipments::default()
-            .status(Status::Delivered)
-            .page_size(100),
+    let first = client
+        .shipments()
+        .list()
+        .status(Status::Delivered)
+        .page_size(100)
+        .send()
+        .await?;
+    eprintln!(
+        "{} delivered shipments in {} pages",
+        first.total, first.total_pages
     );
+    let delivered = first.into_stream();
     futures_util::pin_mut!(delivered);
     let mut count = 0u64;
     while let Some(shipment) = delivered.try_next().await? {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use rust_decimal::Decimal;
-use shipment_sdk::model::{WebhookUrl, WebhookUrlError};
+use shipment_sdk::model::{ApiKeyId, CourierId, WebhookId, WebhookUrl, WebhookUrlError};
 
 use crate::output::Format;
 
@@ -175,7 +175,7 @@ pub enum ShipmentsCommand {
 pub struct CreateArgs {
     /// The courier company id (see `shipctl couriers list`).
     #[arg(long, required_unless_present = "file")]
-    pub courier: Option<i64>,
+    pub courier: Option<CourierId>,
     /// Weight in kilograms, e.g. 4.5.
     #[arg(long)]
     pub weight: Option<Decimal>,
@@ -216,7 +216,7 @@ pub struct ListArgs {
     pub status: Option<String>,
     /// Only this courier company id.
     #[arg(long)]
-    pub courier: Option<i64>,
+    pub courier: Option<CourierId>,
     /// Created at or after: RFC 3339 or YYYY-MM-DD (midnight UTC).
     #[arg(long, value_parser = parse_time)]
     pub created_after: Option<DateTime<Utc>>,
@@ -284,7 +284,7 @@ pub enum KeysCommand {
     /// Delete an API key: requests with it fail at once.
     Delete {
         /// The key's id (see `shipctl keys list`).
-        id: i64,
+        id: ApiKeyId,
     },
     /// Check whether a key string is a valid key of this account (exit 0) or
     /// not (exit 1).
@@ -309,22 +309,22 @@ pub enum WebhooksCommand {
     /// Resume deliveries to a webhook.
     Enable {
         /// The webhook id (see `shipctl webhooks list`).
-        id: i64,
+        id: WebhookId,
     },
     /// Pause deliveries to a webhook.
     Disable {
         /// The webhook id (see `shipctl webhooks list`).
-        id: i64,
+        id: WebhookId,
     },
     /// Delete a webhook: deliveries stop.
     Delete {
         /// The webhook id (see `shipctl webhooks list`).
-        id: i64,
+        id: WebhookId,
     },
     /// The delivery log of a webhook, newest first.
     Deliveries {
         /// The webhook id (see `shipctl webhooks list`).
-        id: i64,
+        id: WebhookId,
         /// Page number, from 1.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         page: u32,

@@ -96,7 +96,7 @@ impl Tabular for Shipment {
         &["CODE", "STATUS", "COURIER", "DRIVER", "FEE", "CREATED"];
     fn cells(&self) -> Vec<Cell> {
         vec![
-            Cell::styled(&self.code, BOLD),
+            Cell::styled(self.code.as_str(), BOLD),
             Cell::styled(self.status.as_str(), status_style(&self.status)),
             Cell::plain(self.courier_company_id.to_string()),
             Cell::opt(self.assigned_driver_id),
@@ -107,7 +107,7 @@ impl Tabular for Shipment {
     fn detail(&self) -> Vec<(&'static str, Cell)> {
         let time = |t: &Option<DateTime<Utc>>| Cell::opt(t.as_ref().map(short_time));
         vec![
-            ("code", Cell::styled(&self.code, BOLD)),
+            ("code", Cell::styled(self.code.as_str(), BOLD)),
             (
                 "status",
                 Cell::styled(self.status.as_str(), status_style(&self.status)),
@@ -164,7 +164,7 @@ impl Tabular for ConfirmationCode {
     const HEADERS: &'static [&'static str] = &["SHIPMENT", "CONFIRMATION CODE", "EXPIRES"];
     fn cells(&self) -> Vec<Cell> {
         vec![
-            Cell::plain(&self.code),
+            Cell::plain(self.code.as_str()),
             Cell::styled(&self.confirmation_code, BOLD),
             Cell::plain(short_time(&self.expires_at)),
         ]
@@ -208,7 +208,7 @@ impl Tabular for Delivery {
         };
         vec![
             Cell::plain(self.id.to_string()),
-            Cell::plain(&self.shipment_code),
+            Cell::plain(self.shipment_code.as_str()),
             Cell::plain(self.version.to_string()),
             result,
             Cell::opt(self.status_code),

@@ -27,21 +27,6 @@ pub(crate) fn shipment_code(code: &str) -> Result<&str> {
     }
 }
 
-/// Longest `Idempotency-Key` the service accepts.
-pub(crate) const MAX_IDEMPOTENCY_KEY: usize = 255;
-
-/// 1 to 255 visible ASCII characters.
-pub(crate) fn idempotency_key(key: &str) -> Result<&str> {
-    if !key.is_empty()
-        && key.len() <= MAX_IDEMPOTENCY_KEY
-        && key.bytes().all(|b| b.is_ascii_graphic())
-    {
-        Ok(key)
-    } else {
-        Err(Error::InvalidIdempotencyKey)
-    }
-}
-
 /// A rating from 1 to 10.
 pub(crate) fn rating(rating: u8) -> Result<u8> {
     if (1..=10).contains(&rating) {
@@ -98,18 +83,6 @@ mod tests {
             assert!(
                 matches!(shipment_code(code), Err(Error::InvalidShipmentCode(c)) if c == code),
                 "{code}"
-            );
-        }
-    }
-
-    #[test]
-    fn idempotency_keys_are_short_visible_ascii() {
-        assert!(idempotency_key("order-10293").is_ok());
-        assert!(idempotency_key(&"k".repeat(255)).is_ok());
-        for bad in ["", "has space", "ünï", &"k".repeat(256)] {
-            assert!(
-                matches!(idempotency_key(bad), Err(Error::InvalidIdempotencyKey)),
-                "{bad}"
             );
         }
     }

@@ -27,7 +27,11 @@ pub const STAGING_URL: &str = "http://127.0.0.1:8080/api/v1";
 /// assert_eq!(prod.base_url(), "https://shipments.example.com/api/v1");
 /// assert_eq!(Environment::Staging.base_url(), shipment_sdk::STAGING_URL);
 /// ```
+///
+/// `#[non_exhaustive]`: a `match` on it needs a `_` arm, so an environment
+/// added later is not a breaking change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Environment {
     /// The test environment (`sk_test_` keys), by default the local
     /// reference server at [`STAGING_URL`].

@@ -36,6 +36,7 @@ use crate::transport::{Auth, Call, HttpOptions, Transport};
 #[derive(Clone)]
 pub struct DashboardClient {
     pub(crate) transport: Transport,
+    environment: Environment,
     token: Secret,
     expires_at: Option<DateTime<Utc>>,
 }
@@ -43,6 +44,7 @@ pub struct DashboardClient {
 impl fmt::Debug for DashboardClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DashboardClient")
+            .field("environment", &self.environment.name())
             .field("base_url", &self.transport.base_url())
             .field("token", &"[redacted]")
             .field("expires_at", &self.expires_at)
@@ -74,9 +76,12 @@ impl DashboardClient {
             .await
     }
 
-    /// Starts configuring a dashboard client (address, time-outs, retries),
-    /// which [`DashboardBuilder::login`] or [`DashboardBuilder::token`]
-    /// finishes.
+    /// Starts configuring a dashboard client, with the settings of
+    /// [`Client::builder`](crate::Client::builder) (`environment`,
+    /// `base_url`, `timeout`, `connect_timeout`, `max_retries`,
+    /// `retry_backoff`, `max_retry_after`, `user_agent`); instead of an API
+    /// key, [`DashboardBuilder::login`] or [`DashboardBuilder::token`]
+    /// finishes it.
     ///
     /// ```no_run
     /// # async fn run() -> shipment_sdk::Result<()> {
@@ -142,6 +147,11 @@ impl DashboardClient {
         self.transport.base_url()
     }
 
+    /// The environment the client was built for.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
     /// Ends the session (`POST /auth/logout`); the token stops working.
     ///
     /// ```no_run
@@ -187,7 +197,8 @@ impl DashboardBuilder {
         self
     }
 
-    /// Longest one attempt may take (default 30 s).
+    /// Longest one attempt may take, from sending to the last body byte
+    /// (default 30 s). Each retry gets the full time again.
     ///
     /// ```no_run
     /// # use std::time::Duration;
@@ -210,7 +221,8 @@ impl DashboardBuilder {
     }
 
     /// Retries of reads after a connection failure, a time-out, or a 429,
-    /// 502, 503 or 504 (default 3). Changes are never retried.
+    /// 502, 503 or 504 (default 3; 0 turns retrying off). Changes (and
+    /// sign-in) are never retried.
     ///
     /// ```no_run
     /// let builder = shipment_sdk::DashboardClient::builder().max_retries(0);
@@ -234,7 +246,19 @@ impl DashboardBuilder {
         self
     }
 
-    /// The `User-Agent` header.
+    /// The longest `Retry-After` the client waits out (default 60 s); when
+    /// the service asks for more, the 429 or 503 is returned at once.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// let builder = shipment_sdk::DashboardClient::builder().max_retry_after(Duration::from_secs(5));
+    /// ```
+    pub fn max_retry_after(mut self, max: Duration) -> Self {
+        self.options.retry.max_retry_after = max;
+        self
+    }
+
+    /// The `User-Agent` header (default `shipment-sdk-rust/<version>`).
     ///
     /// ```no_run
     /// let builder = shipment_sdk::DashboardClient::builder().user_agent("shipctl/0.1");
@@ -244,10 +268,10 @@ impl DashboardBuilder {
         self
     }
 
-    fn transport(&self, auth: Auth) -> Result<Transport> {
+    fn transport(&self, auth: Auth) -> Result<(Transport, Environment)> {
         let environment = self.environment.clone().unwrap_or_default();
         let base_url = resolve_base_url(self.base_url.as_deref(), &environment)?;
-        Transport::new(&self.options, base_url, auth)
+        Ok((Transport::new(&self.options, base_url, auth)?, environment))
     }
 
     /// Signs in (`POST /auth/login`) and returns the session.
@@ -260,7 +284,7 @@ impl DashboardBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn login(self, email: &str, password: &str) -> Result<DashboardClient> {
-        let anonymous = self.transport(Auth::None)?;
+        let (anonymous, environment) = self.transport(Auth::None)?;
         let call = Call::new(Method::POST, "/auth/login", "/auth/login").json(&Login {
             email: email.to_owned(),
             password: Secret::new(password),
@@ -269,6 +293,7 @@ impl DashboardBuilder {
         let bearer = Auth::sensitive(&format!("Bearer {}", session.token.expose()))?;
         Ok(DashboardClient {
             transport: anonymous.with_auth(Auth::Bearer(bearer)),
+            environment,
             token: session.token,
             expires_at: Some(session.expires_at),
         })
@@ -288,8 +313,10 @@ impl DashboardBuilder {
             return Err(crate::Error::Config("the session token is empty".into()));
         }
         let bearer = Auth::sensitive(&format!("Bearer {}", token.expose()))?;
+        let (transport, environment) = self.transport(Auth::Bearer(bearer))?;
         Ok(DashboardClient {
-            transport: self.transport(Auth::Bearer(bearer))?,
+            transport,
+            environment,
             token,
             expires_at: None,
         })

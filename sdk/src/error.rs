@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::model::{Problem, ProblemCode};
+use crate::model::{InvalidIdempotencyKey, InvalidShipmentCode, Problem, ProblemCode};
 
 /// What can go wrong calling the service.
 ///
@@ -94,6 +94,18 @@ pub enum Error {
         /// `"Production(url)"`.
         expected: &'static str,
     },
+}
+
+impl From<InvalidShipmentCode> for Error {
+    fn from(e: InvalidShipmentCode) -> Self {
+        Error::InvalidShipmentCode(e.0)
+    }
+}
+
+impl From<InvalidIdempotencyKey> for Error {
+    fn from(_: InvalidIdempotencyKey) -> Self {
+        Error::InvalidIdempotencyKey
+    }
 }
 
 /// Result with the SDK's [`Error`].
@@ -250,7 +262,7 @@ impl ApiError {
         match problem {
             Some(p) => ApiError {
                 status,
-                code: Some(p.problem_code()),
+                code: Some(p.code),
                 detail: Some(p.detail),
                 field: p.field,
                 request_id: request_id.or(p.request_id),
@@ -331,15 +343,14 @@ mod tests {
     /// An error answer with a problem body of `code`, as the transport
     /// builds it.
     fn answer(status: u16, code: &str, retry_after: Option<Duration>) -> Error {
-        let problem = Problem {
-            type_: "about:blank".into(),
-            title: "Error".into(),
+        let mut problem = Problem::new(
             status,
-            detail: format!("it went wrong: {code}"),
-            code: code.into(),
-            field: Some("url".into()),
-            request_id: Some("r-body".into()),
-        };
+            "Error",
+            code.parse().unwrap(),
+            format!("it went wrong: {code}"),
+        );
+        problem.field = Some("url".into());
+        problem.request_id = Some("r-body".into());
         Error::Api(Box::new(ApiError::new(
             status,
             Some(problem),

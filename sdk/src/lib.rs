@@ -16,12 +16,14 @@
 //!    [dependencies]
 //!    shipment-sdk = { path = "../sdk" }   # the `client` feature is on by default
 //!    tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//!    futures-util = "0.3"                 # TryStreamExt, to read page streams
 //!    ```
 //!
 //! 3. Create a shipment, then follow it:
 //!
 //! ```no_run
-//! use shipment_sdk::model::{CreateShipment, ListShipments, Status};
+//! use futures_util::TryStreamExt as _;
+//! use shipment_sdk::model::{CreateShipment, Status};
 //! use shipment_sdk::Client;
 //!
 //! #[tokio::main]
@@ -35,7 +37,8 @@
 //!     let courier = client.couriers().list().await?.remove(0);
 //!
 //!     // Hand a parcel to one. Safe to call on a flaky network: retries
-//!     // reuse one Idempotency-Key, so there is never a second shipment.
+//!     // reuse one Idempotency-Key, so there is never a second shipment;
+//!     // with our own key (the order number), not even after a restart.
 //!     let shipment = client
 //!         .shipments()
 //!         .create(
@@ -45,17 +48,30 @@
 //!                 .start_address("52.5200,13.4050")
 //!                 .end_address("52.3759,4.8975"),
 //!         )
+//!         .idempotency_key("order-10293")
+//!         .send()
 //!         .await?;
+//!     if shipment.replayed {
+//!         println!("order 10293 was handed over before");
+//!     }
 //!     println!("{} is {} and costs {}", shipment.code, shipment.status, shipment.total_fee);
 //!
-//!     // Look it up again, and list what is still waiting for a driver.
+//!     // Look it up again, and list what is still waiting for a driver:
+//!     // one page, then every page as a stream.
 //!     let again = client.shipments().get(&shipment.code).await?;
 //!     assert_eq!(again.status, Status::AssignedToCourier);
 //!     let waiting = client
 //!         .shipments()
-//!         .list(&ListShipments::default().status(Status::AssignedToCourier))
+//!         .list()
+//!         .status(Status::AssignedToCourier)
+//!         .page_size(100)
+//!         .send()
 //!         .await?;
 //!     println!("{} shipments wait for a driver", waiting.total);
+//!     let mut waiting = std::pin::pin!(waiting.into_stream());
+//!     while let Some(s) = waiting.try_next().await? {
+//!         println!("{} since {:?}", s.code, s.assigned_to_courier_at);
+//!     }
 //!
 //!     // Changed our mind.
 //!     client.shipments().cancel(&shipment.code).await?;
@@ -69,13 +85,23 @@
 //!   [`Client::builder`]; pick the [`Environment`] (staging by default,
 //!   production with the address your operator gave you). A key of the other
 //!   environment is refused before anything is sent.
-//! - [`Client::shipments`] creates, lists ([`Shipments::list`] for a page,
-//!   [`Shipments::list_all`] for a stream over every page), fetches, cancels
-//!   and rates shipments, and generates delivery confirmation codes.
+//! - [`Client::shipments`] creates, lists, fetches, cancels and rates
+//!   shipments, and generates delivery confirmation codes.
 //!   [`Client::couriers`] lists the linked courier companies.
+//! - Calls with optional parameters are request builders that end in
+//!   `.send()`, as in octocrab: [`Shipments::create`] (an optional
+//!   idempotency key; the answer, a [`Created`], says whether the service
+//!   [replayed](Created::replayed) an earlier create) and
+//!   [`Shipments::list`] (filters, page and page size).
+//! - Paged lists answer a [`Page`](model::Page); its
+//!   [`into_stream`](model::Page::into_stream) yields every item of this
+//!   and the following pages, fetching each page when the previous one is
+//!   used up, and [`next_page`](model::Page::next_page) fetches the next.
 //! - [`DashboardClient`] signs in with the merchant's e-mail and password
+//!   (built like [`Client`]: `DashboardClient::builder().base_url(..).login(email, password)`)
 //!   and manages [API keys](DashboardClient::api_keys) and
-//!   [webhooks](DashboardClient::webhooks).
+//!   [webhooks](DashboardClient::webhooks), whose
+//!   [delivery log](Webhooks::deliveries) pages and streams the same way.
 //! - Every failure is one [`Error`]: the service's refusals carry the HTTP
 //!   status, the problem [`code`](Error::code) (a
 //!   [`ProblemCode`](model::ProblemCode)), `detail`, `field` and request id;
@@ -127,11 +153,11 @@
 //!
 //! ```
 //! use shipment_sdk::chrono::{Duration, Utc};
-//! use shipment_sdk::model::{CreateShipment, Decimal, ListShipments};
+//! use shipment_sdk::model::{CourierId, CreateShipment, Decimal, ListShipments};
 //!
 //! let since = Utc::now() - Duration::hours(1);
 //! let query = ListShipments::default().updated_after(since);
-//! let request = CreateShipment::new(7).weight_kg(Decimal::new(45, 1)); // 4.5 kg
+//! let request = CreateShipment::new(CourierId::new(7)).weight_kg(Decimal::new(45, 1)); // 4.5 kg
 //! # let _ = (query, request);
 //! ```
 //!
@@ -147,6 +173,11 @@
 #![warn(missing_docs)]
 
 pub mod model;
+
+/// The README's Rust examples, compiled (not run) with the doc tests.
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub use chrono;
 pub use rust_decimal;
@@ -172,6 +203,8 @@ pub use client::{Client, ClientBuilder, Environment, STAGING_URL};
 pub use dashboard::{DashboardBuilder, DashboardClient};
 #[cfg(feature = "client")]
 pub use error::{ApiError, Error, Result, TransportError};
+#[cfg(feature = "client")]
+pub use resources::Created;
 #[cfg(feature = "client")]
 pub use resources::api_keys::ApiKeys;
 #[cfg(feature = "client")]

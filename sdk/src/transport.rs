@@ -14,7 +14,7 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::error::{ApiError, Error, Result, TransportError};
-use crate::model::Problem;
+use crate::model::{Page, Problem};
 use crate::retry::{RetryPolicy, parse_retry_after};
 
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
@@ -109,6 +109,7 @@ pub(crate) enum Retry {
 }
 
 /// One call of the API.
+#[derive(Clone)]
 pub(crate) struct Call {
     method: Method,
     /// The route as documented (`/shipments/{code}`), for tracing.
@@ -157,6 +158,17 @@ impl Call {
         self
     }
 
+    /// Sets a query parameter, replacing any value it had (in place, so
+    /// the parameters keep their order).
+    pub fn set_param(mut self, key: &str, value: impl fmt::Display) -> Call {
+        let value = value.to_string();
+        match self.query.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value,
+            None => self.query.push((key.to_owned(), value)),
+        }
+        self
+    }
+
     /// Adds query parameters from a struct whose fields are scalars; `None`
     /// fields are left out.
     pub fn query(mut self, query: &impl Serialize) -> Result<Call> {
@@ -180,7 +192,55 @@ impl Call {
 struct Answer {
     status: u16,
     request_id: Option<String>,
+    headers: header::HeaderMap,
     body: Vec<u8>,
+}
+
+/// A decoded success answer with the response headers, for the calls whose
+/// headers say more than the body (`Idempotent-Replayed`).
+pub(crate) struct Reply<T> {
+    pub value: T,
+    headers: header::HeaderMap,
+}
+
+impl<T> Reply<T> {
+    /// A response header's value, if present and text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// How to fetch another page of a paged list: the call of the first page,
+/// sent again with another `page`. A [`Page`] fetched by the SDK carries
+/// one, which is what lets it stream the pages after it.
+#[derive(Clone)]
+pub(crate) struct NextPage {
+    transport: Transport,
+    call: Call,
+}
+
+impl NextPage {
+    /// Fetches page `page` (from 1) with the same query, ready to fetch the
+    /// one after it in turn.
+    pub async fn fetch<T: DeserializeOwned>(&self, page: u32) -> Result<Page<T>> {
+        let call = self.call.clone().set_param("page", page);
+        let fetched: Page<T> = self.transport.json(call).await?;
+        Ok(fetched.with_next(self.clone()))
+    }
+}
+
+/// `GET /shipments?page_size=2&status=delivered`: the call without its
+/// credentials, its page or its body.
+impl fmt::Debug for NextPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.call.method, self.call.path)?;
+        let mut sep = '?';
+        for (k, v) in self.call.query.iter().filter(|(k, _)| k != "page") {
+            write!(f, "{sep}{k}={v}")?;
+            sep = '&';
+        }
+        Ok(())
+    }
 }
 
 /// Sends calls to one base URL with one set of credentials. Cheap to clone:
@@ -242,12 +302,34 @@ impl Transport {
 
     /// Sends `call` and reads a JSON body of type `T`.
     pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T> {
+        self.reply(call).await.map(|reply| reply.value)
+    }
+
+    /// Sends `call` and reads a JSON body of type `T`, keeping the
+    /// response headers.
+    pub async fn reply<T: DeserializeOwned>(&self, call: Call) -> Result<Reply<T>> {
         let answer = self.execute(&call).await?;
-        serde_json::from_slice(&answer.body).map_err(|source| Error::Decode {
-            status: answer.status,
-            request_id: answer.request_id,
-            source,
-        })
+        match serde_json::from_slice(&answer.body) {
+            Ok(value) => Ok(Reply {
+                value,
+                headers: answer.headers,
+            }),
+            Err(source) => Err(Error::Decode {
+                status: answer.status,
+                request_id: answer.request_id,
+                source,
+            }),
+        }
+    }
+
+    /// Sends `call`, a paged list, and reads the page; the page can fetch
+    /// the ones after it with the same query.
+    pub async fn page<T: DeserializeOwned>(&self, call: Call) -> Result<Page<T>> {
+        let page: Page<T> = self.json(call.clone()).await?;
+        Ok(page.with_next(NextPage {
+            transport: self.clone(),
+            call,
+        }))
     }
 
     /// Sends `call` and ignores any body (204 answers).
@@ -319,7 +401,7 @@ impl Transport {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let response = request.send().await.map_err(classify)?;
+        let mut response = request.send().await.map_err(classify)?;
         let status = response.status().as_u16();
         span.record("status", status);
         let request_id = response
@@ -335,11 +417,13 @@ impl Transport {
             .get(header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        let headers = std::mem::take(response.headers_mut());
         let body = response.bytes().await.map_err(classify)?.to_vec();
         if (200..300).contains(&status) {
             return Ok(Answer {
                 status,
                 request_id,
+                headers,
                 body,
             });
         }
@@ -399,6 +483,33 @@ mod tests {
         assert_eq!(
             t.url(&call).as_str(),
             "http://h:1/api/v1/shipments?page=2&page_size=5"
+        );
+    }
+
+    #[test]
+    fn set_param_replaces_in_place_and_the_next_page_shows_its_query() {
+        let call = Call::get("/shipments", "/shipments")
+            .query(&crate::model::ListShipments::default().page(1).page_size(5))
+            .unwrap()
+            .param("status", "delivered");
+        let t = Transport::new(
+            &HttpOptions::default(),
+            normalize_base_url("http://h:1/api/v1").unwrap(),
+            Auth::ApiKey(Auth::sensitive("sk_test_supersecret").unwrap()),
+        )
+        .unwrap();
+        assert_eq!(
+            t.url(&call.clone().set_param("page", 7)).as_str(),
+            "http://h:1/api/v1/shipments?page=7&page_size=5&status=delivered"
+        );
+        assert_eq!(
+            t.url(&call.clone().set_param("cursor", "x")).as_str(),
+            "http://h:1/api/v1/shipments?page=1&page_size=5&status=delivered&cursor=x"
+        );
+        let next = NextPage { transport: t, call };
+        assert_eq!(
+            format!("{next:?}"),
+            "GET /shipments?page_size=5&status=delivered"
         );
     }
 

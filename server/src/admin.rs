@@ -146,7 +146,7 @@ impl AdminCommand {
                         .create_merchant(&name, &email, &hash)
                         .await
                         .map_err(|e| match e {
-                            StoreError::Conflict(_) => AdminError::Invalid(format!(
+                            StoreError::EmailTaken => AdminError::Invalid(format!(
                                 "a merchant with e-mail {email} exists"
                             )),
                             e => e.into(),

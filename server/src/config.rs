@@ -49,7 +49,7 @@ pub struct EnvironmentArgs {
     pub environment: Environment,
 }
 
-fn parse_environment(s: &str) -> Result<Environment, String> {
+fn parse_environment(s: &str) -> Result<Environment, crate::domain::keys::UnknownEnvironment> {
     s.parse()
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use shipment_sdk::model::{CreateShipment, Problem, Shipment, Status};
+use shipment_sdk::model::{CourierId, CreateShipment, Problem, Shipment, ShipmentCode, Status};
 
 use crate::admin::DemoAccount;
 
@@ -40,7 +40,7 @@ pub async fn run(base: String, demo: DemoAccount, every: Duration) {
         .build()
         .expect("a plain HTTP client builds");
     let sim = Simulator { client, base, demo };
-    let mut moving: Vec<String> = Vec::new();
+    let mut moving: Vec<ShipmentCode> = Vec::new();
     let mut ticks = tokio::time::interval(every);
     loop {
         ticks.tick().await;
@@ -69,12 +69,12 @@ struct Simulator {
 }
 
 impl Simulator {
-    async fn create(&self) -> Result<String, SimulateError> {
+    async fn create(&self) -> Result<ShipmentCode, SimulateError> {
         let (lat, lng) = {
             let mut rng = rand::rng();
             (rng.random_range(48.0..54.0), rng.random_range(4.0..14.0))
         };
-        let body = CreateShipment::new(self.demo.courier_id)
+        let body = CreateShipment::new(CourierId::new(self.demo.courier_id))
             .description("Simulated parcel")
             .weight_kg(rust_decimal::Decimal::new(15, 1))
             .item("parcel")
@@ -93,7 +93,7 @@ impl Simulator {
     }
 
     /// Moves a shipment one step; `false` once it reached a final state.
-    async fn step(&self, code: &str) -> Result<bool, SimulateError> {
+    async fn step(&self, code: &ShipmentCode) -> Result<bool, SimulateError> {
         let current: Shipment = self
             .send(
                 self.client

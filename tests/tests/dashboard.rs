@@ -106,9 +106,11 @@ async fn webhooks_are_registered_paused_and_deleted(server: &TestApp) {
     assert!(!hooks.list().await.unwrap()[0].active);
     assert!(hooks.set_active(id, true).await.unwrap().active);
 
-    let log = hooks.deliveries(id, 1).await.unwrap();
+    let log = hooks.deliveries(id).send().await.unwrap();
     assert_eq!((log.page, log.total, log.total_pages), (1, 0, 0));
     assert!(log.data.is_empty());
+    let log = hooks.deliveries(id).page_size(5).send().await.unwrap();
+    assert_eq!((log.page, log.page_size), (1, 5));
 
     let first = hooks.rotate_shipment_signing_key().await.unwrap();
     let second = hooks.rotate_shipment_signing_key().await.unwrap();
@@ -122,7 +124,7 @@ async fn webhooks_are_registered_paused_and_deleted(server: &TestApp) {
         (err.status(), err.code()),
         (Some(404), Some(&ProblemCode::NotFound))
     );
-    let err = hooks.deliveries(id, 1).await.unwrap_err();
+    let err = hooks.deliveries(id).page(1).send().await.unwrap_err();
     assert_eq!(err.status(), Some(404));
 }
 

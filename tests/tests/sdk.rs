@@ -12,7 +12,7 @@ use futures_util::TryStreamExt as _;
 use rust_decimal::Decimal;
 use shipment_sdk::Error;
 use shipment_sdk::model::ProblemCode;
-use shipment_sdk::model::{CreateShipment, ListShipments, Status};
+use shipment_sdk::model::{CreateShipment, MerchantId, Status};
 use shipment_testkit::{TestApp, db_tests};
 
 fn dec(s: &str) -> Decimal {
@@ -23,7 +23,7 @@ db_tests!(
     create_returns_the_full_shipment_and_get_reads_it_back,
     create_with_the_same_idempotency_key_returns_the_first_shipment,
     list_filters_and_pages,
-    list_all_streams_every_page_newest_first,
+    a_page_streams_every_page_newest_first,
     cancel_is_idempotent_and_refused_after_pickup,
     rate_applies_once_to_a_delivered_shipment,
     a_confirmation_code_is_needed_at_delivery,
@@ -34,7 +34,7 @@ db_tests!(
 async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp) {
     let f = server.fixture().await;
     let client = server.sdk(&f.key);
-    let request = CreateShipment::new(f.courier_id)
+    let request = CreateShipment::new(f.courier_id.into())
         .description("Two boxes of books")
         .weight_kg(dec("4.5"))
         .dimensions("40x30x20 cm")
@@ -42,11 +42,17 @@ async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp
         .item("bookend")
         .start_address("Warehouse 3, Berlin")
         .end_address("Damrak 1, Amsterdam");
-    let created = client.shipments().create(&request).await.unwrap();
+    let created = client
+        .shipments()
+        .create(&request)
+        .send()
+        .await
+        .unwrap()
+        .into_inner();
 
     assert_eq!(created.status, Status::AssignedToCourier);
-    assert_eq!(created.merchant_id, f.merchant_id);
-    assert_eq!(created.courier_company_id, f.courier_id);
+    assert_eq!(created.merchant_id, MerchantId::new(f.merchant_id));
+    assert_eq!(created.courier_company_id, f.courier_id.into());
     assert_eq!(created.items, ["book", "bookend"]);
     assert_eq!(created.weight_kg, Some(dec("4.5")));
     assert_eq!(created.dimensions.as_deref(), Some("40x30x20 cm"));
@@ -64,11 +70,12 @@ async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp
     let far = client
         .shipments()
         .create(
-            &CreateShipment::new(f.courier_id)
+            &CreateShipment::new(f.courier_id.into())
                 .weight_kg(dec("4.5"))
                 .start_address("52.5200,13.4050")
                 .end_address("52.3759,4.8975"),
         )
+        .send()
         .await
         .unwrap();
     assert!(
@@ -82,36 +89,46 @@ async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp
 async fn create_with_the_same_idempotency_key_returns_the_first_shipment(server: &TestApp) {
     let f = server.fixture().await;
     let client = server.sdk(&f.key);
-    let request = CreateShipment::new(f.courier_id).description("once only");
+    let request = CreateShipment::new(f.courier_id.into()).description("once only");
     let first = client
         .shipments()
-        .create_with_idempotency_key(&request, "order-1001")
+        .create(&request)
+        .idempotency_key("order-1001")
+        .send()
         .await
         .unwrap();
+    assert!(!first.replayed, "created now");
     let again = client
         .shipments()
-        .create_with_idempotency_key(&request, "order-1001")
+        .create(&request)
+        .idempotency_key("order-1001")
+        .send()
         .await
         .unwrap();
+    assert!(
+        again.replayed,
+        "the server says it answered from the first create"
+    );
     assert_eq!(again.code, first.code);
+    assert_eq!(again.value, first.value);
 
     let err = client
         .shipments()
-        .create_with_idempotency_key(&request.clone().description("another body"), "order-1001")
+        .create(&request.clone().description("another body"))
+        .idempotency_key("order-1001")
+        .send()
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(409));
     assert_eq!(err.code(), Some(&ProblemCode::IdempotencyConflict));
 
-    // `create` makes a fresh key per call: two calls, two shipments.
-    let a = client.shipments().create(&request).await.unwrap();
-    let b = client.shipments().create(&request).await.unwrap();
+    // Without a key of ours the SDK makes a fresh one per call: two calls,
+    // two shipments, neither a replay.
+    let a = client.shipments().create(&request).send().await.unwrap();
+    let b = client.shipments().create(&request).send().await.unwrap();
     assert_ne!(a.code, b.code);
-    let all = client
-        .shipments()
-        .list(&ListShipments::default())
-        .await
-        .unwrap();
+    assert!(!a.replayed && !b.replayed);
+    let all = client.shipments().list().send().await.unwrap();
     assert_eq!(all.total, 3);
 }
 
@@ -123,28 +140,28 @@ async fn list_filters_and_pages(server: &TestApp) {
     for i in 0..7 {
         let s = client
             .shipments()
-            .create(&CreateShipment::new(f.courier_id).description(format!("parcel {i}")))
+            .create(&CreateShipment::new(f.courier_id.into()).description(format!("parcel {i}")))
+            .send()
             .await
-            .unwrap();
+            .unwrap()
+            .into_inner();
         codes.push(s.code);
     }
-    server.advance(&f, &codes[0], "cancelled").await;
-    server.advance(&f, &codes[1], "cancelled").await;
-    server.advance(&f, &codes[2], "delivered").await;
+    server.advance(&f, codes[0].as_str(), "cancelled").await;
+    server.advance(&f, codes[1].as_str(), "cancelled").await;
+    server.advance(&f, codes[2].as_str(), "delivered").await;
     // Another merchant's shipments never show up.
     let other = server.fixture().await;
     server
         .sdk(&other.key)
         .shipments()
-        .create(&CreateShipment::new(other.courier_id))
+        .create(&CreateShipment::new(other.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
 
-    let page = client
-        .shipments()
-        .list(&ListShipments::default().page_size(3))
-        .await
-        .unwrap();
+    let page = client.shipments().list().page_size(3).send().await.unwrap();
     assert_eq!(
         (page.page, page.page_size, page.total, page.total_pages),
         (1, 3, 7, 3)
@@ -152,7 +169,10 @@ async fn list_filters_and_pages(server: &TestApp) {
     assert_eq!(page.data.len(), 3);
     let last = client
         .shipments()
-        .list(&ListShipments::default().page_size(3).page(3))
+        .list()
+        .page_size(3)
+        .page(3)
+        .send()
         .await
         .unwrap();
     assert_eq!(last.data.len(), 1);
@@ -161,7 +181,9 @@ async fn list_filters_and_pages(server: &TestApp) {
 
     let cancelled = client
         .shipments()
-        .list(&ListShipments::default().status(Status::Cancelled))
+        .list()
+        .status(Status::Cancelled)
+        .send()
         .await
         .unwrap();
     let got: HashSet<_> = cancelled.data.iter().map(|s| s.code.clone()).collect();
@@ -170,7 +192,9 @@ async fn list_filters_and_pages(server: &TestApp) {
 
     let delivered = client
         .shipments()
-        .list(&ListShipments::default().status(Status::Delivered))
+        .list()
+        .status(Status::Delivered)
+        .send()
         .await
         .unwrap();
     assert_eq!(delivered.total, 1);
@@ -178,13 +202,17 @@ async fn list_filters_and_pages(server: &TestApp) {
 
     let by_courier = client
         .shipments()
-        .list(&ListShipments::default().courier_company_id(f.courier_id))
+        .list()
+        .courier_company_id(f.courier_id.into())
+        .send()
         .await
         .unwrap();
     assert_eq!(by_courier.total, 7);
     let by_other_courier = client
         .shipments()
-        .list(&ListShipments::default().courier_company_id(other.courier_id))
+        .list()
+        .courier_company_id(other.courier_id.into())
+        .send()
         .await
         .unwrap();
     assert_eq!(by_other_courier.total, 0);
@@ -192,17 +220,18 @@ async fn list_filters_and_pages(server: &TestApp) {
 
     let created_window = client
         .shipments()
-        .list(
-            &ListShipments::default()
-                .created_after(before)
-                .created_before(Utc::now() + Duration::seconds(5)),
-        )
+        .list()
+        .created_after(before)
+        .created_before(Utc::now() + Duration::seconds(5))
+        .send()
         .await
         .unwrap();
     assert_eq!(created_window.total, 7);
     let future = client
         .shipments()
-        .list(&ListShipments::default().created_after(Utc::now() + Duration::hours(1)))
+        .list()
+        .created_after(Utc::now() + Duration::hours(1))
+        .send()
         .await
         .unwrap();
     assert_eq!(future.total, 0);
@@ -211,7 +240,9 @@ async fn list_filters_and_pages(server: &TestApp) {
     let mark = client.shipments().get(&codes[2]).await.unwrap().updated_at;
     let changed = client
         .shipments()
-        .list(&ListShipments::default().updated_after(mark))
+        .list()
+        .updated_after(mark)
+        .send()
         .await
         .unwrap();
     assert!(
@@ -222,22 +253,25 @@ async fn list_filters_and_pages(server: &TestApp) {
     assert!(changed.total < 7, "{}", changed.total);
 }
 
-async fn list_all_streams_every_page_newest_first(server: &TestApp) {
+async fn a_page_streams_every_page_newest_first(server: &TestApp) {
     let f = server.fixture().await;
     let client = server.sdk(&f.key);
     let mut created = Vec::new();
     for _ in 0..5 {
         let s = client
             .shipments()
-            .create(&CreateShipment::new(f.courier_id))
+            .create(&CreateShipment::new(f.courier_id.into()))
+            .send()
             .await
-            .unwrap();
+            .unwrap()
+            .into_inner();
         created.push(s.code);
     }
 
-    let walked: Vec<String> = client
-        .shipments()
-        .list_all(ListShipments::default().page_size(2))
+    let first = client.shipments().list().page_size(2).send().await.unwrap();
+    assert_eq!((first.data.len(), first.total_pages), (2, 3));
+    let walked: Vec<_> = first
+        .into_stream()
         .map_ok(|s| s.code)
         .try_collect()
         .await
@@ -245,17 +279,58 @@ async fn list_all_streams_every_page_newest_first(server: &TestApp) {
     created.reverse();
     assert_eq!(walked, created);
 
-    // With one big page, one request; with a filter matching nothing, none.
+    // From a later page on, only what follows it.
+    let from_page_2: Vec<_> = client
+        .shipments()
+        .list()
+        .page_size(2)
+        .page(2)
+        .send()
+        .await
+        .unwrap()
+        .into_stream()
+        .map_ok(|s| s.code)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(from_page_2, created[2..]);
+
+    // One page by hand, as a program that shows a page at a time would.
+    let second = client
+        .shipments()
+        .list()
+        .page_size(2)
+        .send()
+        .await
+        .unwrap()
+        .next_page()
+        .await
+        .unwrap()
+        .expect("a second page");
+    assert_eq!(second.page, 2);
+    assert_eq!(second.data[0].code, created[2]);
+
+    // With one big page, one page; with a filter matching nothing, none.
     let everything: Vec<_> = client
         .shipments()
-        .list_all(ListShipments::default())
+        .list()
+        .page_size(100)
+        .send()
+        .await
+        .unwrap()
+        .into_stream()
         .try_collect()
         .await
         .unwrap();
     assert_eq!(everything.len(), 5);
     let nothing: Vec<_> = client
         .shipments()
-        .list_all(ListShipments::default().status(Status::Returned))
+        .list()
+        .status(Status::Returned)
+        .send()
+        .await
+        .unwrap()
+        .into_stream()
         .try_collect()
         .await
         .unwrap();
@@ -267,9 +342,11 @@ async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestApp) {
     let client = server.sdk(&f.key);
     let s = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id))
+        .create(&CreateShipment::new(f.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
     let cancelled = client.shipments().cancel(&s.code).await.unwrap();
     assert_eq!(cancelled.status, Status::Cancelled);
     assert!(cancelled.cancelled_at.is_some());
@@ -280,11 +357,13 @@ async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestApp) {
     // Cancelling with a driver assigned is still allowed.
     let assigned = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id))
+        .create(&CreateShipment::new(f.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
     server
-        .advance(&f, &assigned.code, "assigned_to_driver")
+        .advance(&f, assigned.code.as_str(), "assigned_to_driver")
         .await;
     assert_eq!(
         client
@@ -298,10 +377,12 @@ async fn cancel_is_idempotent_and_refused_after_pickup(server: &TestApp) {
 
     let moving = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id))
+        .create(&CreateShipment::new(f.courier_id.into()))
+        .send()
         .await
-        .unwrap();
-    server.advance(&f, &moving.code, "in_transit").await;
+        .unwrap()
+        .into_inner();
+    server.advance(&f, moving.code.as_str(), "in_transit").await;
     let err = client.shipments().cancel(&moving.code).await.unwrap_err();
     assert_eq!(err.status(), Some(409));
     assert_eq!(err.code(), Some(&ProblemCode::InvalidState));
@@ -317,16 +398,18 @@ async fn rate_applies_once_to_a_delivered_shipment(server: &TestApp) {
     let client = server.sdk(&f.key);
     let s = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id))
+        .create(&CreateShipment::new(f.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
     let err = client.shipments().rate(&s.code, 8).await.unwrap_err();
     assert_eq!(
         (err.status(), err.code()),
         (Some(409), Some(&ProblemCode::InvalidState))
     );
 
-    server.advance(&f, &s.code, "delivered").await;
+    server.advance(&f, s.code.as_str(), "delivered").await;
     let rated = client.shipments().rate(&s.code, 8).await.unwrap();
     assert_eq!(rated.rating, Some(8));
     assert!(rated.rated_at.is_some());
@@ -353,9 +436,11 @@ async fn a_confirmation_code_is_needed_at_delivery(server: &TestApp) {
     let client = server.sdk(&f.key);
     let s = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id))
+        .create(&CreateShipment::new(f.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
     let first = client
         .shipments()
         .generate_confirmation_code(&s.code)
@@ -373,8 +458,10 @@ async fn a_confirmation_code_is_needed_at_delivery(server: &TestApp) {
         .generate_confirmation_code(&s.code)
         .await
         .unwrap();
-    server.advance(&f, &s.code, "in_transit").await;
-    let (status, body) = server.courier_op(&f, &s.code, "deliver", None).await;
+    server.advance(&f, s.code.as_str(), "in_transit").await;
+    let (status, body) = server
+        .courier_op(&f, s.code.as_str(), "deliver", None)
+        .await;
     assert_eq!(status.as_u16(), 400, "{body}");
     let wrong = if code.confirmation_code == "000000" {
         "111111"
@@ -384,7 +471,7 @@ async fn a_confirmation_code_is_needed_at_delivery(server: &TestApp) {
     let (status, body) = server
         .courier_op(
             &f,
-            &s.code,
+            s.code.as_str(),
             "deliver",
             Some(serde_json::json!({"confirmation_code": wrong})),
         )
@@ -394,7 +481,7 @@ async fn a_confirmation_code_is_needed_at_delivery(server: &TestApp) {
     let delivered = server
         .courier_step(
             &f,
-            &s.code,
+            s.code.as_str(),
             "deliver",
             Some(serde_json::json!({"confirmation_code": code.confirmation_code})),
         )
@@ -419,7 +506,7 @@ async fn couriers_lists_the_linked_companies(server: &TestApp) {
     let couriers = client.couriers().list().await.unwrap();
     assert_eq!(couriers.len(), 1);
     let c = &couriers[0];
-    assert_eq!(c.id, f.courier_id);
+    assert_eq!(c.id, f.courier_id.into());
     assert_eq!(c.name, "Swift Couriers");
     assert!(c.active);
     assert_eq!(
@@ -449,7 +536,7 @@ async fn couriers_lists_the_linked_companies(server: &TestApp) {
         .await
         .unwrap()
         .iter()
-        .map(|c| c.id)
+        .map(|c| c.id.get())
         .collect();
     assert_eq!(ids, [f.courier_id, second]);
 }
@@ -461,9 +548,11 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestApp) {
     let theirs = server
         .sdk(&other.key)
         .shipments()
-        .create(&CreateShipment::new(other.courier_id))
+        .create(&CreateShipment::new(other.courier_id.into()))
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner();
 
     // 404: well-formed, but nobody's.
     let err = client.shipments().get("SHP-0000-0000").await.unwrap_err();
@@ -508,7 +597,8 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestApp) {
     // 400 with the field at fault: a courier company not linked to us.
     let err = client
         .shipments()
-        .create(&CreateShipment::new(other.courier_id))
+        .create(&CreateShipment::new(other.courier_id.into()))
+        .send()
         .await
         .unwrap_err();
     let api = err.api().expect("an API error");
@@ -519,7 +609,8 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestApp) {
     assert_eq!(api.field.as_deref(), Some("courier_company_id"));
     let err = client
         .shipments()
-        .create(&CreateShipment::new(f.courier_id).weight_kg(dec("-1")))
+        .create(&CreateShipment::new(f.courier_id.into()).weight_kg(dec("-1")))
+        .send()
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(400));

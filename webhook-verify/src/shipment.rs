@@ -98,7 +98,7 @@ impl Deduplicator {
 
     /// [`accept`](Self::accept) for a shipment's `code` and `version`.
     pub fn accept_shipment(&self, shipment: &Shipment) -> bool {
-        self.accept(&shipment.code, shipment.version)
+        self.accept(shipment.code.as_str(), shipment.version)
     }
 
     /// The highest version accepted for `code`, if any.

@@ -34,12 +34,18 @@ pub async fn exec(
     match command {
         ShipmentsCommand::Create(args) => {
             let request = create_request(&args)?;
-            let shipment = match &args.idempotency_key {
-                Some(key) => shipments.create_with_idempotency_key(&request, key).await,
-                None => shipments.create(&request).await,
+            let mut create = shipments.create(&request);
+            if let Some(key) = &args.idempotency_key {
+                create = create.idempotency_key(key);
             }
-            .map_err(fail)?;
-            output::one(out, format, &shipment)?;
+            let created = create.send().await.map_err(fail)?;
+            output::one(out, format, &created.value)?;
+            if created.replayed && format == Format::Table {
+                note(format!(
+                    "this idempotency key was used before: {} was created then, nothing new now",
+                    created.code
+                ));
+            }
         }
         ShipmentsCommand::List(args) => list(&client, out, format, args).await?,
         ShipmentsCommand::Get { code } => {
@@ -99,7 +105,13 @@ async fn list(
     if let Some(p) = args.page {
         query = query.page(p);
     }
-    let page = client.shipments().list(&query).await.map_err(fail)?;
+    let page = client
+        .shipments()
+        .list()
+        .query(query)
+        .send()
+        .await
+        .map_err(fail)?;
     output::list(out, format, &page.data)?;
     if format == Format::Table {
         let mut summary = output::page_summary(&page, ("shipment", "shipments"));
@@ -111,7 +123,11 @@ async fn list(
     Ok(())
 }
 
-/// Every page, one shipment at a time: never the whole list in memory.
+/// The page size of `--all` when `--page-size` is not given: the largest,
+/// for the fewest round trips.
+const ALL_PAGE_SIZE: u32 = 100;
+
+/// Every page, one shipment at a time: never more than one page in memory.
 async fn list_all(
     client: &Client,
     out: &mut dyn Write,
@@ -125,7 +141,18 @@ async fn list_all(
     } else {
         spinner("fetching shipments")
     };
-    let stream = client.shipments().list_all(query);
+    let query = match query.page_size {
+        Some(_) => query,
+        None => query.page_size(ALL_PAGE_SIZE),
+    };
+    let first = client
+        .shipments()
+        .list()
+        .query(query)
+        .send()
+        .await
+        .map_err(fail)?;
+    let stream = first.into_stream();
     futures_util::pin_mut!(stream);
     let mut list = Streamed::start::<Shipment>(out, format, STREAM_WIDTHS)?;
     let mut count = 0u64;

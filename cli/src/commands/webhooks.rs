@@ -97,7 +97,12 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
             note(format!("deleted webhook {id}: deliveries to it stop"));
         }
         WebhooksCommand::Deliveries { id, page } => {
-            let deliveries = webhooks.deliveries(id, page).await.map_err(fail)?;
+            let deliveries = webhooks
+                .deliveries(id)
+                .page(page)
+                .send()
+                .await
+                .map_err(fail)?;
             output::list(out, format, &deliveries.data)?;
             if format == Format::Table {
                 note(output::page_summary(

@@ -323,6 +323,17 @@ async fn a_repeated_create_with_one_idempotency_key_makes_one_shipment(server: &
     let first = shipctl.run_async(&args).await.ok().json();
     let second = shipctl.run_async(&args).await.ok().json();
     assert_eq!(first["code"], second["code"]);
+    // In a table, a note says that nothing new was made.
+    let code = first["code"].as_str().unwrap();
+    let table = shipctl.run_async(&args[..6]).await.ok();
+    assert!(table.stdout.contains(code), "{table}");
+    assert!(
+        table
+            .stderr
+            .contains("this idempotency key was used before")
+            && table.stderr.contains(code),
+        "{table}"
+    );
     let all = shipctl
         .run_async(&["shipments", "list", "-o", "json"])
         .await

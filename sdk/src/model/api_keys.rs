@@ -3,15 +3,17 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::Secret;
 use super::timestamp;
+use super::{ApiKeyId, Secret};
 
 /// An API key as the dashboard lists it (`GET /api-keys`): never the secret.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct ApiKey {
     /// Identifier, used in `DELETE /api-keys/:id`.
-    pub id: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    pub id: ApiKeyId,
     /// Name given at creation.
     #[cfg_attr(feature = "openapi", schema(example = "deploy"))]
     pub name: String,
@@ -29,15 +31,43 @@ pub struct ApiKey {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
+impl ApiKey {
+    /// A key as listed, never used yet.
+    pub fn new(
+        id: ApiKeyId,
+        name: impl Into<String>,
+        prefix: impl Into<String>,
+        last4: impl Into<String>,
+        created_at: DateTime<Utc>,
+    ) -> ApiKey {
+        ApiKey {
+            id,
+            name: name.into(),
+            prefix: prefix.into(),
+            last4: last4.into(),
+            created_at,
+            last_used_at: None,
+        }
+    }
+}
+
 /// Answer of `POST /api-keys`: the listed fields and, this once, the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct NewApiKey {
     /// The key as it will be listed.
     #[serde(flatten)]
     pub api_key: ApiKey,
     /// The key itself; it cannot be retrieved again.
     pub key: Secret,
+}
+
+impl NewApiKey {
+    /// The answer of a create.
+    pub fn new(api_key: ApiKey, key: Secret) -> NewApiKey {
+        NewApiKey { api_key, key }
+    }
 }
 
 /// Body of `POST /api-keys`.
@@ -63,15 +93,37 @@ pub struct VerifyApiKey {
 /// Answer of `POST /api-keys/verify`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct KeyVerdict {
     /// Whether the string is one of the merchant's working keys.
     pub valid: bool,
     /// The key's id, when valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub id: Option<ApiKeyId>,
     /// The key's name, when valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+impl KeyVerdict {
+    /// The string is the merchant's working key `id`, named `name`.
+    pub fn valid(id: ApiKeyId, name: impl Into<String>) -> KeyVerdict {
+        KeyVerdict {
+            valid: true,
+            id: Some(id),
+            name: Some(name.into()),
+        }
+    }
+
+    /// The string is not one of the merchant's working keys.
+    pub fn invalid() -> KeyVerdict {
+        KeyVerdict {
+            valid: false,
+            id: None,
+            name: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -77,6 +77,7 @@ pub struct Login {
 /// Answer of `POST /auth/login`: a dashboard session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct Session {
     /// The Bearer token for the dashboard routes.
     pub token: Secret,
@@ -85,4 +86,15 @@ pub struct Session {
     /// When the token stops working (12 h after sign-in).
     #[serde(serialize_with = "timestamp::serialize")]
     pub expires_at: DateTime<Utc>,
+}
+
+impl Session {
+    /// A Bearer session that ends at `expires_at`.
+    pub fn bearer(token: Secret, expires_at: DateTime<Utc>) -> Session {
+        Session {
+            token,
+            token_type: "Bearer".to_owned(),
+            expires_at,
+        }
+    }
 }

@@ -4,14 +4,16 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-use super::timestamp;
+use super::{CourierId, timestamp};
 
 /// A courier company linked to the merchant (`GET /merchant-couriers`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct CourierCompany {
     /// The identifier used as `courier_company_id`.
-    pub id: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    pub id: CourierId,
     /// Display name.
     #[cfg_attr(feature = "openapi", schema(example = "Swift Couriers"))]
     pub name: String,
@@ -32,4 +34,25 @@ pub struct CourierCompany {
     /// When the company was linked to the merchant.
     #[serde(serialize_with = "timestamp::serialize")]
     pub linked_at: DateTime<Utc>,
+}
+
+impl CourierCompany {
+    /// An active company with these fees, linked at `linked_at`.
+    pub fn new(
+        id: CourierId,
+        name: impl Into<String>,
+        fees: [Decimal; 3],
+        linked_at: DateTime<Utc>,
+    ) -> CourierCompany {
+        let [base_fee, per_kg, per_km] = fees;
+        CourierCompany {
+            id,
+            name: name.into(),
+            active: true,
+            base_fee,
+            per_kg,
+            per_km,
+            linked_at,
+        }
+    }
 }

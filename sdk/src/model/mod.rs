@@ -9,7 +9,8 @@
 //! so `shipment_sdk::model::Shipment` is the one path to use:
 //!
 //! - shipments: [`Shipment`], [`Status`], [`CreateShipment`],
-//!   [`ListShipments`], [`RateShipment`], [`ConfirmationCode`];
+//!   [`ListShipments`], [`RateShipment`], [`ConfirmationCode`], and the
+//!   parsed [`ShipmentCode`] and [`IdempotencyKey`];
 //! - couriers: [`CourierCompany`];
 //! - API keys: [`ApiKey`], [`NewApiKey`], [`CreateApiKey`], [`VerifyApiKey`],
 //!   [`KeyVerdict`];
@@ -18,7 +19,14 @@
 //! - the dashboard sign-in: [`Login`], [`Session`], and [`Secret`] for every
 //!   key, token and password;
 //! - what they share: the envelopes [`Page`] and [`List`], the error body
-//!   [`Problem`] with its [`ProblemCode`], and the [`timestamp`] format.
+//!   [`Problem`] with its [`ProblemCode`], the [`timestamp`] format, and one
+//!   id type per resource ([`ShipmentId`], [`CourierId`], [`DriverId`],
+//!   [`ApiKeyId`], [`WebhookId`], [`DeliveryId`], [`MerchantId`]), so ids of
+//!   different resources cannot be mixed up.
+//!
+//! Response types are `#[non_exhaustive]`: a field the service adds later is
+//! not a breaking change. Read their fields; build them (in tests, say) with
+//! their constructors or from JSON.
 //!
 //! Money and weights are [`Decimal`]s and instants are [`DateTime<Utc>`],
 //! re-exported here from the versions of `rust_decimal` and `chrono` the
@@ -27,8 +35,10 @@
 
 mod api_keys;
 mod auth;
+mod code;
 mod common;
 mod couriers;
+mod ids;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod problem;
@@ -44,8 +54,13 @@ pub use rust_decimal::Decimal;
 
 pub use api_keys::{ApiKey, CreateApiKey, KeyVerdict, NewApiKey, VerifyApiKey};
 pub use auth::{Login, Secret, Session};
+pub use code::{
+    IdempotencyKey, InvalidIdempotencyKey, InvalidShipmentCode, MAX_IDEMPOTENCY_KEY_LEN,
+    SHIPMENT_CODE_ALPHABET, SHIPMENT_CODE_PATTERN, ShipmentCode,
+};
 pub use common::{List, Page};
 pub use couriers::CourierCompany;
+pub use ids::{ApiKeyId, CourierId, DeliveryId, DriverId, MerchantId, ShipmentId, WebhookId};
 pub use problem::{Problem, ProblemCode};
 pub use shipments::{
     ConfirmationCode, CreateShipment, ListShipments, RateShipment, Shipment, Status,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// An RFC 9457 problem body, the shape of every error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct Problem {
     /// Always `about:blank`: the `code` says what went wrong.
     #[serde(rename = "type", default = "about_blank")]
@@ -20,7 +21,8 @@ pub struct Problem {
     /// What went wrong, for a person.
     pub detail: String,
     /// Stable machine-readable code, e.g. `missing_field`.
-    pub code: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub code: ProblemCode,
     /// The one request field at fault, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -34,21 +36,29 @@ fn about_blank() -> String {
 }
 
 impl Problem {
-    /// The `code` as a [`ProblemCode`]; a code this version does not know
-    /// is [`ProblemCode::Other`].
-    ///
-    /// The wire field stays a `String` so that a body with any code reads
-    /// and writes back unchanged.
+    /// A problem with `type` `about:blank`, no field and no request id.
     ///
     /// ```
     /// use shipment_sdk::model::{Problem, ProblemCode};
-    /// let body = r#"{"type":"about:blank","title":"Conflict","status":409,
-    ///     "detail":"the shipment is delivered","code":"invalid_state"}"#;
-    /// let problem: Problem = serde_json::from_str(body).unwrap();
-    /// assert_eq!(problem.problem_code(), ProblemCode::InvalidState);
+    /// let problem = Problem::new(409, "Conflict", ProblemCode::InvalidState, "too late");
+    /// let body: Problem = serde_json::from_str(&serde_json::to_string(&problem).unwrap()).unwrap();
+    /// assert_eq!(body.code, ProblemCode::InvalidState);
     /// ```
-    pub fn problem_code(&self) -> ProblemCode {
-        ProblemCode::from_wire(&self.code)
+    pub fn new(
+        status: u16,
+        title: impl Into<String>,
+        code: ProblemCode,
+        detail: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            type_: about_blank(),
+            title: title.into(),
+            status,
+            detail: detail.into(),
+            code,
+            field: None,
+            request_id: None,
+        }
     }
 }
 
@@ -318,7 +328,7 @@ mod tests {
             "field": "courier_company_id", "request_id": "r-1"
         });
         let problem: Problem = serde_json::from_value(body.clone()).unwrap();
-        assert_eq!(problem.problem_code(), ProblemCode::MissingField);
+        assert_eq!(problem.code, ProblemCode::MissingField);
         assert_eq!(serde_json::to_value(&problem).unwrap(), body);
 
         let mut later = body;
@@ -326,9 +336,6 @@ mod tests {
         later.as_object_mut().unwrap().remove("type");
         let problem: Problem = serde_json::from_value(later).unwrap();
         assert_eq!(problem.type_, "about:blank");
-        assert_eq!(
-            problem.problem_code(),
-            ProblemCode::Other("quota_exceeded".into())
-        );
+        assert_eq!(problem.code, ProblemCode::Other("quota_exceeded".into()));
     }
 }

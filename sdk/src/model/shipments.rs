@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::common::number_option;
 #[cfg(feature = "openapi")]
 use super::openapi;
-use super::timestamp;
+use super::{CourierId, DriverId, MerchantId, ShipmentCode, ShipmentId, timestamp};
 
 /// The state of a shipment.
 ///
@@ -26,6 +26,7 @@ use super::timestamp;
 /// assert_eq!(serde_json::to_string(&s).unwrap(), "\"on_the_moon\"");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Status {
     /// Early state; never produced by the reference workflow, but accepted.
     Pending,
@@ -124,20 +125,25 @@ impl<'de> Deserialize<'de> for Status {
 /// it. Every key is always present; timestamps are null until their event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct Shipment {
     /// Numeric identifier.
-    pub id: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    pub id: ShipmentId,
     /// Unique code, `SHP-XXXX-XXXX`; the idempotency key for receivers.
-    #[cfg_attr(feature = "openapi", schema(example = "SHP-7K3M-Q9ZX"))]
-    pub code: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "SHP-7K3M-Q9ZX"))]
+    pub code: ShipmentCode,
     /// Owning merchant.
-    pub merchant_id: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    pub merchant_id: MerchantId,
     /// Current state.
     pub status: Status,
     /// Courier company the shipment is assigned to.
-    pub courier_company_id: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = i64))]
+    pub courier_company_id: CourierId,
     /// Driver, once one is assigned.
-    pub assigned_driver_id: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub assigned_driver_id: Option<DriverId>,
     /// Free text supplied by the merchant.
     pub description: Option<String>,
     /// Weight in kilograms.
@@ -201,11 +207,55 @@ pub struct Shipment {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Shipment {
+    /// A shipment just created at `at`: version 1, in
+    /// `assigned_to_courier` since `at`, nothing else set. The service makes
+    /// them; this is for servers built on this model and for tests.
+    pub fn new(
+        id: ShipmentId,
+        code: ShipmentCode,
+        merchant_id: MerchantId,
+        courier_company_id: CourierId,
+        total_fee: Decimal,
+        at: DateTime<Utc>,
+    ) -> Shipment {
+        Shipment {
+            id,
+            code,
+            merchant_id,
+            status: Status::AssignedToCourier,
+            courier_company_id,
+            assigned_driver_id: None,
+            description: None,
+            weight_kg: None,
+            dimensions: None,
+            items: Vec::new(),
+            start_address: None,
+            end_address: None,
+            total_fee,
+            webhook_url: None,
+            version: 1,
+            rating: None,
+            failure_reason: None,
+            created_at: at,
+            assigned_to_courier_at: Some(at),
+            assigned_to_driver_at: None,
+            picked_up_at: None,
+            delivered_at: None,
+            failed_at: None,
+            returned_at: None,
+            cancelled_at: None,
+            rated_at: None,
+            updated_at: at,
+        }
+    }
+}
+
 /// Body of `POST /shipments`. Only `courier_company_id` is required.
 ///
 /// ```
-/// use shipment_sdk::model::CreateShipment;
-/// let req = CreateShipment::new(7)
+/// use shipment_sdk::model::{CourierId, CreateShipment};
+/// let req = CreateShipment::new(CourierId::new(7))
 ///     .description("Two boxes of books")
 ///     .weight_kg("4.5".parse().unwrap())
 ///     .item("book")
@@ -225,9 +275,9 @@ pub struct Shipment {
 #[serde(deny_unknown_fields)]
 pub struct CreateShipment {
     /// Courier company linked to the merchant (required).
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1))]
     #[cfg_attr(feature = "openapi", schema(example = 1))]
-    pub courier_company_id: i64,
+    pub courier_company_id: CourierId,
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
@@ -272,7 +322,7 @@ pub struct CreateShipment {
 
 impl CreateShipment {
     /// A request for the given courier company with nothing else set.
-    pub fn new(courier_company_id: i64) -> Self {
+    pub fn new(courier_company_id: CourierId) -> Self {
         CreateShipment {
             courier_company_id,
             description: None,
@@ -349,7 +399,8 @@ pub struct ListShipments {
     pub status: Option<Status>,
     /// Only shipments of this courier company.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub courier_company_id: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub courier_company_id: Option<CourierId>,
     /// Created at or after this instant.
     #[serde(
         serialize_with = "timestamp::serialize_option",
@@ -390,7 +441,7 @@ impl ListShipments {
     }
 
     /// Only shipments of this courier company.
-    pub fn courier_company_id(mut self, id: i64) -> Self {
+    pub fn courier_company_id(mut self, id: CourierId) -> Self {
         self.courier_company_id = Some(id);
         self
     }
@@ -428,15 +479,28 @@ pub struct RateShipment {
 /// Answer of `POST /shipments/:code/generate-confirmation-code`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub struct ConfirmationCode {
     /// The shipment code.
-    pub code: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub code: ShipmentCode,
     /// Six digits the courier must enter at delivery.
     #[cfg_attr(feature = "openapi", schema(example = "482913"))]
     pub confirmation_code: String,
     /// When the confirmation code stops working (72 h).
     #[serde(serialize_with = "timestamp::serialize")]
     pub expires_at: DateTime<Utc>,
+}
+
+impl ConfirmationCode {
+    /// The answer for `code`.
+    pub fn new(code: ShipmentCode, confirmation_code: String, expires_at: DateTime<Utc>) -> Self {
+        ConfirmationCode {
+            code,
+            confirmation_code,
+            expires_at,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -473,7 +537,7 @@ mod tests {
         let err = read(serde_json::json!({"courier_company_id": 1, "weight_kg": "1"})).unwrap_err();
         assert!(err.to_string().contains("expected a number"), "{err}");
         // And what the SDK sends reads back the same.
-        let sent = CreateShipment::new(1).weight_kg("0.25".parse().unwrap());
+        let sent = CreateShipment::new(CourierId::new(1)).weight_kg("0.25".parse().unwrap());
         let back = read(serde_json::to_value(&sent).unwrap()).unwrap();
         assert_eq!(back, sent);
     }
@@ -515,7 +579,7 @@ mod tests {
 
     #[test]
     fn create_requests_skip_unset_fields() {
-        let json = serde_json::to_value(CreateShipment::new(7).item("a")).unwrap();
+        let json = serde_json::to_value(CreateShipment::new(CourierId::new(7)).item("a")).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"courier_company_id": 7, "items": ["a"]})

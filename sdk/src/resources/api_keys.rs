@@ -5,7 +5,9 @@ use reqwest::Method;
 
 use crate::dashboard::DashboardClient;
 use crate::error::Result;
-use crate::model::{ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, Secret, VerifyApiKey};
+use crate::model::{
+    ApiKey, ApiKeyId, CreateApiKey, KeyVerdict, List, NewApiKey, Secret, VerifyApiKey,
+};
 use crate::transport::Call;
 
 /// The API key endpoints; get one with [`DashboardClient::api_keys`].
@@ -60,10 +62,11 @@ impl<'a> ApiKeys<'a> {
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// dashboard.api_keys().delete(17).await?;
+    /// use shipment_sdk::model::ApiKeyId;
+    /// dashboard.api_keys().delete(ApiKeyId::new(17)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn delete(&self, id: i64) -> Result<()> {
+    pub async fn delete(&self, id: ApiKeyId) -> Result<()> {
         let call = Call::new(Method::DELETE, "/api-keys/{id}", format!("/api-keys/{id}"));
         self.dashboard.transport.empty(call).await
     }

@@ -1,18 +1,22 @@
-//! `client.shipments()`: the shipment endpoints of the merchant API.
+//! `client.shipments()`: the shipment endpoints of the merchant API, and
+//! the request builders of [`create`](Shipments::create) and
+//! [`list`](Shipments::list).
 
-use std::collections::VecDeque;
-
-use futures_core::Stream;
+use chrono::{DateTime, Utc};
 use reqwest::Method;
 
 use crate::checks;
 use crate::client::Client;
 use crate::error::Result;
-use crate::model::{ConfirmationCode, CreateShipment, ListShipments, Page, RateShipment, Shipment};
+use crate::model::{
+    ConfirmationCode, CourierId, CreateShipment, IdempotencyKey, ListShipments, Page, RateShipment,
+    Shipment, Status,
+};
+use crate::resources::Created;
 use crate::transport::{Call, Retry};
 
-/// The page size [`Shipments::list_all`] uses when the query sets none.
-pub const LIST_ALL_PAGE_SIZE: u32 = 100;
+/// The response header that marks a create answered from an earlier one.
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
 /// The shipment endpoints; get one with [`Client::shipments`].
 #[derive(Debug, Clone, Copy)]
@@ -25,145 +29,79 @@ impl<'a> Shipments<'a> {
         Shipments { client }
     }
 
-    /// Creates a shipment (`POST /shipments`) and returns it, in
-    /// `assigned_to_courier`.
+    /// Creates a shipment (`POST /shipments`), in `assigned_to_courier`:
+    /// set the optional [`idempotency_key`](CreateShipmentBuilder::idempotency_key),
+    /// then [`send`](CreateShipmentBuilder::send).
     ///
-    /// The SDK sends an `Idempotency-Key` it generates once for this call
-    /// and reuses on every retry, so a retried create never makes a second
-    /// shipment. To make creation safe across process restarts too, pick
-    /// your own key with [`create_with_idempotency_key`](Self::create_with_idempotency_key).
+    /// Without a key of yours, the SDK generates one for the call and reuses
+    /// it on every retry, so a retried create never makes a second shipment.
+    /// Your own key (an order number, say) makes creation safe across
+    /// process restarts too; the answer's
+    /// [`replayed`](crate::resources::Created::replayed) then says whether
+    /// the shipment was made by an earlier request.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::CreateShipment;
+    /// use shipment_sdk::model::{CourierId, CreateShipment};
     /// let shipment = client
     ///     .shipments()
     ///     .create(
-    ///         &CreateShipment::new(7)
+    ///         &CreateShipment::new(CourierId::new(7))
     ///             .description("Two boxes of books")
     ///             .weight_kg("4.5".parse().unwrap())
     ///             .start_address("52.5200,13.4050")
     ///             .end_address("52.3759,4.8975"),
     ///     )
+    ///     .send()
     ///     .await?;
     /// println!("{} costs {}", shipment.code, shipment.total_fee);
     /// # Ok(()) }
     /// ```
-    pub async fn create(&self, request: &CreateShipment) -> Result<Shipment> {
-        let key = uuid::Uuid::new_v4().to_string();
-        self.create_with_idempotency_key(request, &key).await
+    pub fn create<'r>(&self, request: &'r CreateShipment) -> CreateShipmentBuilder<'r>
+    where
+        'a: 'r,
+    {
+        CreateShipmentBuilder {
+            client: self.client,
+            request,
+            idempotency_key: None,
+        }
     }
 
-    /// Creates a shipment with an `Idempotency-Key` of your choosing: the
-    /// same key and body within 24 hours return the first shipment instead
-    /// of a second one; the same key with another body is a 409
-    /// `idempotency_conflict`. The key is 1 to 255 visible ASCII
-    /// characters, else [`Error::InvalidIdempotencyKey`](crate::Error::InvalidIdempotencyKey)
-    /// before sending.
+    /// Lists the merchant's shipments, newest first (`GET /shipments`): set
+    /// the filters and paging on the builder, then
+    /// [`send`](ListShipmentsBuilder::send) for one page, whose
+    /// [`into_stream`](Page::into_stream) goes on through every following
+    /// page.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::CreateShipment;
-    /// // e.g. your own order number, so a crash and restart cannot ship twice
-    /// let shipment = client
-    ///     .shipments()
-    ///     .create_with_idempotency_key(&CreateShipment::new(7), "order-10293")
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn create_with_idempotency_key(
-        &self,
-        request: &CreateShipment,
-        idempotency_key: &str,
-    ) -> Result<Shipment> {
-        let key = checks::idempotency_key(idempotency_key)?;
-        let call = Call::new(Method::POST, "/shipments", "/shipments")
-            .json(request)?
-            .retry(Retry::WithIdempotencyKey(key.to_owned()));
-        self.client.transport.json(call).await
-    }
-
-    /// One page of the merchant's shipments, newest first
-    /// (`GET /shipments`).
-    ///
-    /// Fails with [`Error::InvalidPageSize`](crate::Error::InvalidPageSize)
-    /// or [`Error::InvalidPage`](crate::Error::InvalidPage) before sending
-    /// when the paging is out of range.
-    ///
-    /// ```no_run
-    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::{ListShipments, Status};
+    /// use shipment_sdk::model::Status;
     /// let page = client
     ///     .shipments()
-    ///     .list(&ListShipments::default().status(Status::InTransit).page_size(50))
+    ///     .list()
+    ///     .status(Status::InTransit)
+    ///     .page_size(50)
+    ///     .send()
     ///     .await?;
     /// println!("{} of {} in transit", page.data.len(), page.total);
     /// # Ok(()) }
     /// ```
-    pub async fn list(&self, query: &ListShipments) -> Result<Page<Shipment>> {
-        list_page(self.client, query).await
-    }
-
-    /// Every shipment matching `query`, across all pages, as a stream; the
-    /// next page is fetched when the current one is used up. Starts at
-    /// `query.page` (default 1), with `query.page_size` (default
-    /// [`LIST_ALL_PAGE_SIZE`]). An error ends the stream after it is
-    /// yielded.
-    ///
-    /// Pages are counted from the newest shipment, so shipments created
-    /// while the stream runs can make an item appear twice; use a
-    /// `created_before` bound for an exact walk.
-    ///
-    /// ```no_run
-    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
-    /// use futures_util::TryStreamExt as _;
-    /// use shipment_sdk::model::{ListShipments, Status};
-    /// let delivered = client
-    ///     .shipments()
-    ///     .list_all(ListShipments::default().status(Status::Delivered));
-    /// let mut delivered = std::pin::pin!(delivered);
-    /// while let Some(shipment) = delivered.try_next().await? {
-    ///     println!("{} delivered at {:?}", shipment.code, shipment.delivered_at);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn list_all(
-        &self,
-        query: ListShipments,
-    ) -> impl Stream<Item = Result<Shipment>> + Send + 'static {
-        let mut query = query;
-        query.page = Some(query.page.unwrap_or(1));
-        query.page_size = Some(query.page_size.unwrap_or(LIST_ALL_PAGE_SIZE));
-        let state = Walk {
-            client: self.client.clone(),
-            query: Some(query),
-            buffer: VecDeque::new(),
-        };
-        futures_util::stream::unfold(state, |mut walk| async move {
-            loop {
-                if let Some(item) = walk.buffer.pop_front() {
-                    return Some((Ok(item), walk));
-                }
-                let query = walk.query.take()?;
-                match list_page(&walk.client, &query).await {
-                    Ok(page) => {
-                        let last = page.data.is_empty() || u64::from(page.page) >= page.total_pages;
-                        if !last {
-                            walk.query = Some(ListShipments {
-                                page: Some(page.page + 1),
-                                ..query
-                            });
-                        }
-                        walk.buffer.extend(page.data);
-                    }
-                    Err(e) => return Some((Err(e), walk)),
-                }
-            }
-        })
+    pub fn list(&self) -> ListShipmentsBuilder<'a> {
+        ListShipmentsBuilder {
+            client: self.client,
+            query: ListShipments::default(),
+        }
     }
 
     /// One shipment by its code (`GET /shipments/:code`). A code of another
     /// merchant's shipment is a 403, an unknown one a 404.
+    ///
+    /// Like every call on one shipment, it takes the code as text or as a
+    /// [`ShipmentCode`](crate::model::ShipmentCode) (`&shipment.code`); text
+    /// that is not a code fails with
+    /// [`Error::InvalidShipmentCode`](crate::Error::InvalidShipmentCode)
+    /// before sending.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
@@ -171,8 +109,8 @@ impl<'a> Shipments<'a> {
     /// println!("{} is {}", shipment.code, shipment.status);
     /// # Ok(()) }
     /// ```
-    pub async fn get(&self, code: &str) -> Result<Shipment> {
-        let code = checks::shipment_code(code)?;
+    pub async fn get(&self, code: impl AsRef<str>) -> Result<Shipment> {
+        let code = checks::shipment_code(code.as_ref())?;
         let call = Call::get("/shipments/{code}", format!("/shipments/{code}"));
         self.client.transport.json(call).await
     }
@@ -188,8 +126,8 @@ impl<'a> Shipments<'a> {
     /// assert!(shipment.status.is_final());
     /// # Ok(()) }
     /// ```
-    pub async fn cancel(&self, code: &str) -> Result<Shipment> {
-        let code = checks::shipment_code(code)?;
+    pub async fn cancel(&self, code: impl AsRef<str>) -> Result<Shipment> {
+        let code = checks::shipment_code(code.as_ref())?;
         let call = Call::new(
             Method::POST,
             "/shipments/{code}/cancel",
@@ -210,8 +148,8 @@ impl<'a> Shipments<'a> {
     /// assert_eq!(shipment.rating, Some(9));
     /// # Ok(()) }
     /// ```
-    pub async fn rate(&self, code: &str, rating: u8) -> Result<Shipment> {
-        let code = checks::shipment_code(code)?;
+    pub async fn rate(&self, code: impl AsRef<str>, rating: u8) -> Result<Shipment> {
+        let code = checks::shipment_code(code.as_ref())?;
         let rating = checks::rating(rating)?;
         let call = Call::new(
             Method::POST,
@@ -232,8 +170,11 @@ impl<'a> Shipments<'a> {
     /// println!("tell the customer: {}", code.confirmation_code);
     /// # Ok(()) }
     /// ```
-    pub async fn generate_confirmation_code(&self, code: &str) -> Result<ConfirmationCode> {
-        let code = checks::shipment_code(code)?;
+    pub async fn generate_confirmation_code(
+        &self,
+        code: impl AsRef<str>,
+    ) -> Result<ConfirmationCode> {
+        let code = checks::shipment_code(code.as_ref())?;
         let call = Call::new(
             Method::POST,
             "/shipments/{code}/generate-confirmation-code",
@@ -243,16 +184,211 @@ impl<'a> Shipments<'a> {
     }
 }
 
-/// State of a [`Shipments::list_all`] walk.
-struct Walk {
-    client: Client,
-    /// The next page to fetch; `None` once the last one was fetched.
-    query: Option<ListShipments>,
-    buffer: VecDeque<Shipment>,
+/// A shipment to create; see [`Shipments::create`]. Nothing is sent until
+/// [`send`](Self::send).
+#[derive(Debug, Clone)]
+#[must_use = "a request builder does nothing until you `.send().await` it"]
+pub struct CreateShipmentBuilder<'a> {
+    client: &'a Client,
+    request: &'a CreateShipment,
+    idempotency_key: Option<String>,
 }
 
-async fn list_page(client: &Client, query: &ListShipments) -> Result<Page<Shipment>> {
-    checks::list_query(query)?;
-    let call = Call::get("/shipments", "/shipments").query(query)?;
-    client.transport.json(call).await
+impl CreateShipmentBuilder<'_> {
+    /// Sends this `Idempotency-Key` instead of one generated for the call:
+    /// the same key and body within 24 hours answer the first shipment
+    /// instead of a second one (with [`Created::replayed`] set); the same
+    /// key with another body is a 409 `idempotency_conflict`. The key is 1
+    /// to 255 visible ASCII characters, else [`send`](Self::send) fails
+    /// with [`Error::InvalidIdempotencyKey`](crate::Error::InvalidIdempotencyKey)
+    /// before sending.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::{CourierId, CreateShipment};
+    /// // e.g. your own order number, so a crash and restart cannot ship twice
+    /// let created = client
+    ///     .shipments()
+    ///     .create(&CreateShipment::new(CourierId::new(7)))
+    ///     .idempotency_key("order-10293")
+    ///     .send()
+    ///     .await?;
+    /// if created.replayed {
+    ///     println!("created before: {}", created.code);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn idempotency_key(mut self, key: impl AsRef<str>) -> Self {
+        self.idempotency_key = Some(key.as_ref().to_owned());
+        self
+    }
+
+    /// Sends the create, retrying on connection failures, time-outs, 429,
+    /// 502, 503 and 504 with the same key, and returns the shipment with
+    /// whether the service [replayed](Created::replayed) an earlier create.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::{CourierId, CreateShipment};
+    /// let shipment = client
+    ///     .shipments()
+    ///     .create(&CreateShipment::new(CourierId::new(7)))
+    ///     .send()
+    ///     .await?
+    ///     .into_inner();
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(self) -> Result<Created<Shipment>> {
+        let key = match &self.idempotency_key {
+            Some(key) => IdempotencyKey::parse(key)?,
+            None => IdempotencyKey::parse(&uuid::Uuid::new_v4().to_string())?,
+        };
+        let call = Call::new(Method::POST, "/shipments", "/shipments")
+            .json(self.request)?
+            .retry(Retry::WithIdempotencyKey(key.as_str().to_owned()));
+        let reply = self.client.transport.reply::<Shipment>(call).await?;
+        let replayed = reply
+            .header(IDEMPOTENT_REPLAYED)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        Ok(Created::new(reply.value, replayed))
+    }
+}
+
+/// A shipment query; see [`Shipments::list`]. Nothing is sent until
+/// [`send`](Self::send).
+#[derive(Debug, Clone)]
+#[must_use = "a request builder does nothing until you `.send().await` it"]
+pub struct ListShipmentsBuilder<'a> {
+    client: &'a Client,
+    query: ListShipments,
+}
+
+impl ListShipmentsBuilder<'_> {
+    /// Only shipments in `status`.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::Status;
+    /// let page = client.shipments().list().status(Status::Delivered).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn status(mut self, status: Status) -> Self {
+        self.query = self.query.status(status);
+        self
+    }
+
+    /// Only shipments of this courier company.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::CourierId;
+    /// let page = client.shipments().list().courier_company_id(CourierId::new(7)).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn courier_company_id(mut self, id: CourierId) -> Self {
+        self.query = self.query.courier_company_id(id);
+        self
+    }
+
+    /// Only shipments created at or after `t`.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::chrono::{Duration, Utc};
+    /// let today = client.shipments().list().created_after(Utc::now() - Duration::days(1)).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn created_after(mut self, t: DateTime<Utc>) -> Self {
+        self.query = self.query.created_after(t);
+        self
+    }
+
+    /// Only shipments created before `t`: bounds a walk over every page, so
+    /// shipments created meanwhile do not shift the pages.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::chrono::Utc;
+    /// let page = client.shipments().list().created_before(Utc::now()).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn created_before(mut self, t: DateTime<Utc>) -> Self {
+        self.query = self.query.created_before(t);
+        self
+    }
+
+    /// Only shipments changed at or after `t` (how a webhook receiver
+    /// catches up on deliveries it missed).
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::chrono::{Duration, Utc};
+    /// let since = Utc::now() - Duration::hours(1);
+    /// let changed = client.shipments().list().updated_after(since).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn updated_after(mut self, t: DateTime<Utc>) -> Self {
+        self.query = self.query.updated_after(t);
+        self
+    }
+
+    /// Page number `page`, from 1 (default 1); a stream starts there.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// let second = client.shipments().list().page(2).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page(mut self, page: u32) -> Self {
+        self.query = self.query.page(page);
+        self
+    }
+
+    /// `page_size` shipments per page, 1 to 100 (default 20). A stream over
+    /// many pages is quicker with 100.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// let page = client.shipments().list().page_size(100).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.query = self.query.page_size(page_size);
+        self
+    }
+
+    /// Replaces the whole query (filters and paging) at once, for a query
+    /// built elsewhere.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::{ListShipments, Status};
+    /// let query = ListShipments::default().status(Status::Failed).page_size(10);
+    /// let failed = client.shipments().list().query(query).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn query(mut self, query: ListShipments) -> Self {
+        self.query = query;
+        self
+    }
+
+    /// Fetches the page. It fails with
+    /// [`Error::InvalidPageSize`](crate::Error::InvalidPageSize) or
+    /// [`Error::InvalidPage`](crate::Error::InvalidPage) before sending
+    /// when the paging is out of range. For every shipment across all pages,
+    /// turn the page into a stream with [`Page::into_stream`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use futures_util::TryStreamExt as _;
+    /// let page = client.shipments().list().page_size(100).send().await?;
+    /// println!("{} shipments in {} pages", page.total, page.total_pages);
+    /// let every: Vec<_> = page.into_stream().try_collect().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(self) -> Result<Page<Shipment>> {
+        checks::list_query(&self.query)?;
+        let call = Call::get("/shipments", "/shipments").query(&self.query)?;
+        self.client.transport.page(call).await
+    }
 }

@@ -8,6 +8,7 @@ use crate::dashboard::DashboardClient;
 use crate::error::Result;
 use crate::model::{
     Delivery, List, NewWebhook, Page, RegisterWebhook, SetWebhookActive, SigningKey, Webhook,
+    WebhookId,
 };
 use crate::transport::Call;
 
@@ -61,10 +62,11 @@ impl<'a> Webhooks<'a> {
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// dashboard.webhooks().delete(3).await?;
+    /// use shipment_sdk::model::WebhookId;
+    /// dashboard.webhooks().delete(WebhookId::new(3)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn delete(&self, id: i64) -> Result<()> {
+    pub async fn delete(&self, id: WebhookId) -> Result<()> {
         let call = Call::new(Method::DELETE, "/webhooks/{id}", format!("/webhooks/{id}"));
         self.dashboard.transport.empty(call).await
     }
@@ -74,35 +76,41 @@ impl<'a> Webhooks<'a> {
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// let hook = dashboard.webhooks().set_active(3, false).await?;
+    /// use shipment_sdk::model::WebhookId;
+    /// let hook = dashboard.webhooks().set_active(WebhookId::new(3), false).await?;
     /// assert!(!hook.active);
     /// # Ok(()) }
     /// ```
-    pub async fn set_active(&self, id: i64, active: bool) -> Result<Webhook> {
+    pub async fn set_active(&self, id: WebhookId, active: bool) -> Result<Webhook> {
         let call = Call::new(Method::PATCH, "/webhooks/{id}", format!("/webhooks/{id}"))
             .json(&SetWebhookActive { active })?;
         self.dashboard.transport.json(call).await
     }
 
-    /// One page (from 1) of a webhook's delivery log, newest first
-    /// (`GET /webhooks/:id/deliveries`). Page 0 fails before sending.
+    /// A webhook's delivery log, newest first
+    /// (`GET /webhooks/:id/deliveries`): set the
+    /// [`page`](ListDeliveriesBuilder::page) and
+    /// [`page_size`](ListDeliveriesBuilder::page_size), then
+    /// [`send`](ListDeliveriesBuilder::send) for one page, whose
+    /// [`into_stream`](crate::model::Page::into_stream) goes on through
+    /// every older delivery.
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// let log = dashboard.webhooks().deliveries(3, 1).await?;
-    /// for d in log.data {
+    /// use shipment_sdk::model::WebhookId;
+    /// let log = dashboard.webhooks().deliveries(WebhookId::new(3)).page_size(50).send().await?;
+    /// for d in &log.data {
     ///     println!("{} v{} -> {:?} {:?}", d.shipment_code, d.version, d.status_code, d.error);
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn deliveries(&self, id: i64, page: u32) -> Result<Page<Delivery>> {
-        checks::paging(Some(page), None)?;
-        let call = Call::get(
-            "/webhooks/{id}/deliveries",
-            format!("/webhooks/{id}/deliveries"),
-        )
-        .param("page", page);
-        self.dashboard.transport.json(call).await
+    pub fn deliveries(&self, id: WebhookId) -> ListDeliveriesBuilder<'a> {
+        ListDeliveriesBuilder {
+            dashboard: self.dashboard,
+            id,
+            page: None,
+            page_size: None,
+        }
     }
 
     /// Creates or replaces the key that signs deliveries to shipments' own
@@ -122,5 +130,78 @@ impl<'a> Webhooks<'a> {
             "/webhooks/shipment-signing-key",
         );
         self.dashboard.transport.json(call).await
+    }
+}
+
+/// A query of a webhook's delivery log; see [`Webhooks::deliveries`].
+/// Nothing is sent until [`send`](Self::send).
+#[derive(Debug, Clone)]
+#[must_use = "a request builder does nothing until you `.send().await` it"]
+pub struct ListDeliveriesBuilder<'a> {
+    dashboard: &'a DashboardClient,
+    id: WebhookId,
+    page: Option<u32>,
+    page_size: Option<u32>,
+}
+
+impl ListDeliveriesBuilder<'_> {
+    /// Page number `page`, from 1 (default 1); a stream starts there.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::WebhookId;
+    /// let older = dashboard.webhooks().deliveries(WebhookId::new(3)).page(2).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page(mut self, page: u32) -> Self {
+        self.page = Some(page);
+        self
+    }
+
+    /// `page_size` deliveries per page, 1 to 100 (the service's default is
+    /// 20).
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::WebhookId;
+    /// let log = dashboard.webhooks().deliveries(WebhookId::new(3)).page_size(100).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Fetches the page. Page 0 or a page size outside 1 to 100 fails
+    /// before sending; a webhook the merchant does not have is a 404.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use futures_util::TryStreamExt as _;
+    /// use shipment_sdk::model::WebhookId;
+    /// let failed = dashboard
+    ///     .webhooks()
+    ///     .deliveries(WebhookId::new(3))
+    ///     .page_size(100)
+    ///     .send()
+    ///     .await?
+    ///     .into_stream()
+    ///     .try_filter(|d| std::future::ready(d.error.is_some()))
+    ///     .try_collect::<Vec<_>>()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(self) -> Result<Page<Delivery>> {
+        checks::paging(self.page, self.page_size)?;
+        let id = self.id;
+        let mut call = Call::get(
+            "/webhooks/{id}/deliveries",
+            format!("/webhooks/{id}/deliveries"),
+        )
+        .param("page", self.page.unwrap_or(1));
+        if let Some(size) = self.page_size {
+            call = call.param("page_size", size);
+        }
+        self.dashboard.transport.page(call).await
     }
 }

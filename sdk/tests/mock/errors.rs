@@ -1,9 +1,8 @@
 //! Errors: problem bodies, typed codes and helpers, unreadable answers, and
 //! arguments refused before sending.
 
-use futures_util::TryStreamExt as _;
 use shipment_sdk::Error;
-use shipment_sdk::model::{CreateShipment, ListShipments, ProblemCode};
+use shipment_sdk::model::{CourierId, CreateShipment, ListShipments, ProblemCode};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -64,7 +63,8 @@ async fn a_client_error_is_not_retried_and_carries_the_problem() {
 
     let err = client
         .shipments()
-        .create(&CreateShipment::new(99))
+        .create(&CreateShipment::new(CourierId::new(99)))
+        .send()
         .await
         .unwrap_err();
     let api = err.api().expect("an API error");
@@ -182,25 +182,22 @@ async fn invalid_input_sends_no_request() {
             "{err:?}"
         );
     }
-    for size in [0, 101] {
-        let err = shipments
-            .list(&ListShipments::default().page_size(size))
-            .await
-            .unwrap_err();
+    for size in [0, 101, 500] {
+        let err = shipments.list().page_size(size).send().await.unwrap_err();
         assert!(
             matches!(err, Error::InvalidPageSize(s) if s == size),
             "{err:?}"
         );
     }
+    let err = shipments.list().page(0).send().await.unwrap_err();
+    assert!(matches!(err, Error::InvalidPage), "{err:?}");
     let err = shipments
-        .list(&ListShipments::default().page(0))
+        .list()
+        .query(ListShipments::default().page_size(0))
+        .send()
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidPage), "{err:?}");
-    let mut walk = std::pin::pin!(shipments.list_all(ListShipments::default().page_size(500)));
-    let err = walk.try_next().await.unwrap_err();
-    assert!(matches!(err, Error::InvalidPageSize(500)), "{err:?}");
-    assert!(walk.try_next().await.unwrap().is_none());
+    assert!(matches!(err, Error::InvalidPageSize(0)), "{err:?}");
 
     for code in [
         "SHP-7K3M-Q9Z",

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shipment_sdk::model::{CreateShipment, ListShipments, ProblemCode, Status};
+use shipment_sdk::model::{CourierId, CreateShipment, ProblemCode, Status};
 use shipment_sdk::{Client, Error};
 use wiremock::matchers::{body_json, header, header_exists, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -85,11 +85,7 @@ async fn retry_after_on_429_is_honoured() {
     catch_all(&server).await;
 
     let started = Instant::now();
-    let page = client(&server)
-        .shipments()
-        .list(&ListShipments::default())
-        .await
-        .unwrap();
+    let page = client(&server).shipments().list().send().await.unwrap();
     // Our jittered back-off is at most 5 ms here, so a full second of
     // waiting can only come from Retry-After.
     assert!(
@@ -110,11 +106,7 @@ async fn a_retry_after_longer_than_the_limit_returns_the_429_at_once() {
         .expect(1)
         .mount(&server)
         .await;
-    let err = client(&server)
-        .shipments()
-        .list(&ListShipments::default())
-        .await
-        .unwrap_err();
+    let err = client(&server).shipments().list().send().await.unwrap_err();
     assert_eq!(err.status(), Some(429));
     assert!(err.is_rate_limited());
     assert_eq!(err.code(), Some(&ProblemCode::RateLimited));
@@ -199,7 +191,9 @@ async fn a_refused_connection_is_a_connect_error_after_retries() {
 #[tokio::test]
 async fn create_reuses_one_idempotency_key_across_retries() {
     let server = MockServer::start().await;
-    let request = CreateShipment::new(7).description("books").item("book");
+    let request = CreateShipment::new(CourierId::new(7))
+        .description("books")
+        .item("book");
     Mock::given(method("POST"))
         .and(path("/api/v1/shipments"))
         .respond_with(ResponseTemplate::new(504))
@@ -222,7 +216,7 @@ async fn create_reuses_one_idempotency_key_across_retries() {
     catch_all(&server).await;
     let client = client(&server);
 
-    let created = client.shipments().create(&request).await.unwrap();
+    let created = client.shipments().create(&request).send().await.unwrap();
     assert_eq!(created.status, Status::AssignedToCourier);
     let keys: Vec<String> = requests(&server)
         .await
@@ -233,7 +227,7 @@ async fn create_reuses_one_idempotency_key_across_retries() {
     assert!(keys.iter().all(|k| k == &keys[0]), "{keys:?}");
 
     // A second call is a second shipment: it gets a key of its own.
-    client.shipments().create(&request).await.unwrap();
+    client.shipments().create(&request).send().await.unwrap();
     let all = requests(&server).await;
     let last = all.last().unwrap().headers["idempotency-key"]
         .to_str()

@@ -1,7 +1,7 @@
 //! API keys of a merchant: listed without secrets, created (the secret
 //! shown once), deleted (refused at once), and a pasted key checked.
 
-use shipment_sdk::model::ApiKey;
+use shipment_sdk::model::{ApiKey, ApiKeyId};
 
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
@@ -12,14 +12,9 @@ use crate::store::api_keys::ApiKeyInfo;
 pub const MAX_KEY_NAME: usize = 100;
 
 fn view(k: ApiKeyInfo) -> ApiKey {
-    ApiKey {
-        id: k.id,
-        name: k.name,
-        prefix: k.prefix,
-        last4: k.last4,
-        created_at: k.created_at,
-        last_used_at: k.last_used_at,
-    }
+    let mut key = ApiKey::new(ApiKeyId::new(k.id), k.name, k.prefix, k.last4, k.created_at);
+    key.last_used_at = k.last_used_at;
+    key
 }
 
 /// The merchant's keys, newest first, without their secrets.
@@ -61,8 +56,8 @@ pub async fn create_api_key(
 }
 
 /// Deletes one of the merchant's keys; it is refused at once.
-pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: i64) -> Result<()> {
-    if state.store.delete_api_key(merchant_id, id).await? {
+pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<()> {
+    if state.store.delete_api_key(merchant_id, id.get()).await? {
         Ok(())
     } else {
         Err(Error::NotFound("you have no API key with this id".into()))
@@ -70,10 +65,10 @@ pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: i64) -> Resu
 }
 
 /// One of the merchant's keys, by id.
-pub async fn get_api_key(state: &AppState, merchant_id: i64, id: i64) -> Result<ApiKey> {
+pub async fn get_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<ApiKey> {
     state
         .store
-        .api_key(merchant_id, id)
+        .api_key(merchant_id, id.get())
         .await?
         .map(view)
         .ok_or_else(|| Error::NotFound("you have no API key with this id".into()))

@@ -128,7 +128,7 @@ impl Error {
             self,
             Error::Store(
                 StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
-                    | StoreError::Conflict(_)
+                    | StoreError::Contended(_)
             )
         )
     }
@@ -138,9 +138,10 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A positive integer id from a path segment.
-pub fn numeric_id(raw: &str) -> Result<i64> {
+pub fn numeric_id<Id: From<i64>>(raw: &str) -> Result<Id> {
     raw.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)
+        .map(Id::from)
         .ok_or_else(|| Error::InvalidIdentifier(format!("`{raw}` is not a valid id")))
 }

@@ -4,7 +4,9 @@
 use chrono::{DateTime, Utc};
 use rand::Rng;
 use sha2::{Digest, Sha256};
-use shipment_sdk::model::{ConfirmationCode, CreateShipment, Page, Shipment};
+use shipment_sdk::model::{
+    ConfirmationCode, CreateShipment, DriverId, IdempotencyKey, Page, Shipment, ShipmentCode,
+};
 
 use super::{AppState, Error, Result};
 use crate::domain::fee::{self, total_fee};
@@ -14,9 +16,6 @@ use crate::domain::validation::{NewShipment, webhook_url};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
 use crate::store::shipments::{Actor, Change, Created};
-
-/// Longest idempotency key accepted.
-pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 
 /// What a create answers.
 #[derive(Debug)]
@@ -28,21 +27,10 @@ pub enum CreateOutcome {
     Replayed(String),
 }
 
-/// Checks an `Idempotency-Key` value: 1 to [`MAX_IDEMPOTENCY_KEY`] visible
-/// ASCII characters.
-pub fn idempotency_key(raw: &[u8]) -> Result<String> {
-    let ok =
-        !raw.is_empty() && raw.len() <= MAX_IDEMPOTENCY_KEY && raw.iter().all(u8::is_ascii_graphic);
-    if !ok {
-        return Err(FieldError::invalid(
-            "Idempotency-Key",
-            format!(
-                "the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
-            ),
-        )
-        .into());
-    }
-    Ok(String::from_utf8_lossy(raw).into_owned())
+/// Reads an `Idempotency-Key` header value.
+pub fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
+    IdempotencyKey::from_bytes(raw)
+        .map_err(|e| FieldError::invalid("Idempotency-Key", e.to_string()).into())
 }
 
 /// Creates a shipment for the merchant: validated, priced by its linked
@@ -51,7 +39,7 @@ pub async fn create_shipment(
     state: &AppState,
     merchant_id: i64,
     request: CreateShipment,
-    idempotency_key: Option<&str>,
+    idempotency_key: Option<&IdempotencyKey>,
 ) -> Result<CreateOutcome> {
     // The digest of the parsed request, so formatting and key order do not
     // make "the same body" look different.
@@ -99,7 +87,7 @@ pub async fn create_shipment(
     let fee_minor = fee::to_minor_units(fee).ok_or_else(|| {
         FieldError::invalid("weight_kg", "the fee for this shipment is too large")
     })?;
-    let idempotency = idempotency_key.map(|k| (k, request_digest.as_str()));
+    let idempotency = idempotency_key.map(|k| (k.as_str(), request_digest.as_str()));
     match state
         .store
         .create_shipment(merchant_id, &new, fee_minor, idempotency)
@@ -121,21 +109,19 @@ pub async fn list_shipments(
     query: &ListQuery,
 ) -> Result<Page<Shipment>> {
     let (data, total) = state.store.list_shipments(actor, query).await?;
-    Ok(Page {
-        data,
-        page: query.page,
-        page_size: query.page_size,
-        total,
-        total_pages: total.div_ceil(u64::from(query.page_size)),
-    })
+    Ok(Page::new(data, query.page, query.page_size, total))
 }
 
 /// The merchant's shipment with this code: not found when no shipment has
 /// it, refused when another merchant's does.
-pub async fn get_shipment(state: &AppState, merchant_id: i64, code: &str) -> Result<Shipment> {
+pub async fn get_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    code: &ShipmentCode,
+) -> Result<Shipment> {
     let record = state
         .store
-        .shipment(code)
+        .shipment(code.as_str())
         .await?
         .ok_or_else(|| not_found(code))?;
     if record.merchant_id != merchant_id {
@@ -144,13 +130,13 @@ pub async fn get_shipment(state: &AppState, merchant_id: i64, code: &str) -> Res
     Ok(record.to_model()?)
 }
 
-fn not_found(code: &str) -> Error {
+fn not_found(code: &ShipmentCode) -> Error {
     Error::NotFound(format!("no shipment has the code {code}"))
 }
 
 /// The shipment after a change, or why not; wakes the dispatcher when the
 /// change wrote an outbox row.
-fn changed(state: &AppState, code: &str, change: Change) -> Result<Shipment> {
+fn changed(state: &AppState, code: &ShipmentCode, change: Change) -> Result<Shipment> {
     match change {
         Change::Done(shipment) => {
             state.outbox_signal.notify_one();
@@ -165,16 +151,23 @@ fn changed(state: &AppState, code: &str, change: Change) -> Result<Shipment> {
 /// Applies `decide` to the shipment as `actor`, in one transaction.
 async fn change(
     state: &AppState,
-    code: &str,
+    code: &ShipmentCode,
     actor: Actor,
     decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
 ) -> Result<Shipment> {
-    let change = state.store.change_shipment(code, actor, decide).await?;
+    let change = state
+        .store
+        .change_shipment(code.as_str(), actor, decide)
+        .await?;
     changed(state, code, change)
 }
 
 /// Cancels the merchant's shipment before pickup (again: unchanged).
-pub async fn cancel_shipment(state: &AppState, merchant_id: i64, code: &str) -> Result<Shipment> {
+pub async fn cancel_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    code: &ShipmentCode,
+) -> Result<Shipment> {
     change(state, code, Actor::Merchant(merchant_id), |r, at| {
         lifecycle::change(r, Operation::Cancel, at)
     })
@@ -185,7 +178,7 @@ pub async fn cancel_shipment(state: &AppState, merchant_id: i64, code: &str) -> 
 pub async fn rate_shipment(
     state: &AppState,
     merchant_id: i64,
-    code: &str,
+    code: &ShipmentCode,
     rating: u8,
 ) -> Result<Shipment> {
     if !(1..=10).contains(&rating) {
@@ -205,14 +198,14 @@ pub async fn rate_shipment(
 pub async fn generate_confirmation_code(
     state: &AppState,
     merchant_id: i64,
-    code: &str,
+    code: &ShipmentCode,
 ) -> Result<ConfirmationCode> {
     let confirmation_code = format!("{:06}", rand::rng().random_range(0..1_000_000));
     let expires_at = now() + confirmation::CODE_TTL;
     let change = state
         .store
         .set_confirmation_code(
-            code,
+            code.as_str(),
             merchant_id,
             &keys::digest(&confirmation_code),
             expires_at,
@@ -223,11 +216,11 @@ pub async fn generate_confirmation_code(
         )
         .await?;
     match change {
-        Change::Done(()) | Change::Unchanged(()) => Ok(ConfirmationCode {
-            code: code.to_owned(),
+        Change::Done(()) | Change::Unchanged(()) => Ok(ConfirmationCode::new(
+            code.clone(),
             confirmation_code,
             expires_at,
-        }),
+        )),
         Change::NotFound => Err(not_found(code)),
         Change::Refused(refusal) => Err(refusal.into()),
     }
@@ -262,10 +255,10 @@ pub fn courier_text(field: &str, value: &str) -> Result<String> {
 pub async fn assign_driver(
     state: &AppState,
     courier_id: i64,
-    code: &str,
-    driver_id: i64,
+    code: &ShipmentCode,
+    driver_id: DriverId,
 ) -> Result<Shipment> {
-    let driver = state.store.driver(driver_id).await?;
+    let driver = state.store.driver(driver_id.get()).await?;
     if driver.is_none_or(|d| d.courier_company_id != courier_id) {
         return Err(FieldError::invalid(
             "driver_id",
@@ -289,7 +282,7 @@ pub async fn assign_driver(
 pub async fn courier_operation(
     state: &AppState,
     courier_id: i64,
-    code: &str,
+    code: &ShipmentCode,
     op: Operation,
 ) -> Result<Shipment> {
     change(state, code, Actor::Courier(courier_id), |r, at| {
@@ -302,7 +295,7 @@ pub async fn courier_operation(
 pub async fn fail_shipment(
     state: &AppState,
     courier_id: i64,
-    code: &str,
+    code: &ShipmentCode,
     reason: &str,
 ) -> Result<Shipment> {
     let reason = courier_text("reason", reason)?;
@@ -318,7 +311,7 @@ pub async fn fail_shipment(
 pub async fn deliver_shipment(
     state: &AppState,
     courier_id: i64,
-    code: &str,
+    code: &ShipmentCode,
     confirmation_code: Option<&str>,
 ) -> Result<Shipment> {
     if let Some(c) = confirmation_code
@@ -332,7 +325,7 @@ pub async fn deliver_shipment(
     }
     let change = state
         .store
-        .deliver_shipment(code, courier_id, confirmation_code, |r, at| {
+        .deliver_shipment(code.as_str(), courier_id, confirmation_code, |r, at| {
             lifecycle::change(r, Operation::Deliver, at)
         })
         .await?;

@@ -2,7 +2,9 @@
 //! shown once), listed, switched on and off, deleted, their delivery log;
 //! and the merchant's shipment signing key.
 
-use shipment_sdk::model::{Delivery, Page, Secret, SigningKey, Webhook, WebhookUrl};
+use shipment_sdk::model::{
+    Delivery, DeliveryId, Page, ShipmentCode, SigningKey, Webhook, WebhookId, WebhookUrl,
+};
 
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
@@ -16,26 +18,24 @@ use crate::webhooks::guard;
 pub const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 fn view(w: WebhookInfo) -> Webhook {
-    Webhook {
-        webhook_id: w.id,
-        url: w.url,
-        active: w.active,
-        created_at: w.created_at,
-    }
+    Webhook::new(WebhookId::new(w.id), w.url, w.active, w.created_at)
 }
 
-fn delivery(d: DeliveryRecord) -> Delivery {
-    Delivery {
-        id: d.id,
-        success: d.error.is_none(),
-        shipment_code: d.shipment_code,
-        version: d.version,
-        url: d.url,
-        status_code: d.status_code,
-        error: d.error,
-        duration_ms: d.duration_ms,
-        delivered_at: d.delivered_at,
-    }
+fn delivery(d: DeliveryRecord) -> Result<Delivery> {
+    let code = ShipmentCode::parse(&d.shipment_code)
+        .map_err(|e| StoreError::Corrupt(format!("delivery {}: {e}", d.id)))?;
+    let mut out = Delivery::new(
+        DeliveryId::new(d.id),
+        code,
+        d.version,
+        d.url,
+        d.duration_ms,
+        d.delivered_at,
+    );
+    out.success = d.error.is_none();
+    out.status_code = d.status_code;
+    out.error = d.error;
+    Ok(out)
 }
 
 /// The merchant's webhooks.
@@ -81,7 +81,7 @@ pub async fn register_webhook(
         .await
     {
         Ok(w) => Ok((view(w), signing_key)),
-        Err(StoreError::Conflict(_)) => Err(Error::WebhookUrlTaken),
+        Err(StoreError::WebhookUrlTaken) => Err(Error::WebhookUrlTaken),
         Err(e) => Err(e.into()),
     }
 }
@@ -90,20 +90,20 @@ pub async fn register_webhook(
 pub async fn set_webhook_active(
     state: &AppState,
     merchant_id: i64,
-    id: i64,
+    id: WebhookId,
     active: bool,
 ) -> Result<Webhook> {
     state
         .store
-        .set_webhook_active(merchant_id, id, active)
+        .set_webhook_active(merchant_id, id.get(), active)
         .await?
         .map(view)
         .ok_or_else(no_such_webhook)
 }
 
 /// Deletes one of the merchant's webhooks.
-pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: i64) -> Result<()> {
-    if state.store.delete_webhook(merchant_id, id).await? {
+pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: WebhookId) -> Result<()> {
+    if state.store.delete_webhook(merchant_id, id.get()).await? {
         Ok(())
     } else {
         Err(no_such_webhook())
@@ -111,10 +111,10 @@ pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: i64) -> Resu
 }
 
 /// One of the merchant's webhooks, by id.
-pub async fn get_webhook(state: &AppState, merchant_id: i64, id: i64) -> Result<Webhook> {
+pub async fn get_webhook(state: &AppState, merchant_id: i64, id: WebhookId) -> Result<Webhook> {
     state
         .store
-        .webhook(merchant_id, id)
+        .webhook(merchant_id, id.get())
         .await?
         .map(view)
         .ok_or_else(no_such_webhook)
@@ -130,27 +130,26 @@ pub fn no_such_webhook() -> Error {
 pub async fn delivery_log(
     state: &AppState,
     merchant_id: i64,
-    id: i64,
+    id: WebhookId,
     page: u32,
     page_size: u32,
 ) -> Result<Option<(Webhook, Page<Delivery>)>> {
-    let Some(webhook) = state.store.webhook(merchant_id, id).await? else {
+    let Some(webhook) = state.store.webhook(merchant_id, id.get()).await? else {
         return Ok(None);
     };
     let offset = u64::from(page - 1) * u64::from(page_size);
     let (rows, total) = state
         .store
-        .webhook_deliveries(id, page_size, offset)
+        .webhook_deliveries(id.get(), page_size, offset)
         .await?;
     Ok(Some((
         view(webhook),
-        Page {
-            data: rows.into_iter().map(delivery).collect(),
+        Page::new(
+            rows.into_iter().map(delivery).collect::<Result<_>>()?,
             page,
             page_size,
             total,
-            total_pages: total.div_ceil(u64::from(page_size)),
-        },
+        ),
     )))
 }
 
@@ -163,8 +162,5 @@ pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<Si
         .store
         .set_shipment_signing_key(merchant_id, &sealed)
         .await?;
-    Ok(SigningKey {
-        signing_key: Secret::new(signing_key.expose()),
-        created_at,
-    })
+    Ok(SigningKey::new(signing_key, created_at))
 }

@@ -126,9 +126,9 @@ pub(crate) async fn show_shipment(
     signed: Signed,
     Path(code): Path<String>,
 ) -> PageResult {
-    let code =
-        ShipmentCode::parse(&code).ok_or(PageError::NotFound("No shipment has this code."))?;
-    let s = match get_shipment(&state, signed.merchant_id(), code.as_str()).await {
+    let code = ShipmentCode::parse(&code)
+        .map_err(|_| PageError::NotFound("No shipment has this code."))?;
+    let s = match get_shipment(&state, signed.merchant_id(), &code).await {
         Ok(s) => s,
         Err(app::Error::NotFound(_) | app::Error::Refused(crate::domain::Refusal::Forbidden)) => {
             return Err(PageError::NotFound("You have no shipment with this code."));

@@ -1,7 +1,5 @@
 //! API keys and courier keys: format, generation and the digest kept at rest.
 
-use std::fmt;
-
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
@@ -27,16 +25,19 @@ impl Environment {
     }
 }
 
+/// A name that is neither `staging` nor `production`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown environment {0:?}: use staging or production")]
+pub struct UnknownEnvironment(pub String);
+
 impl std::str::FromStr for Environment {
-    type Err = String;
+    type Err = UnknownEnvironment;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "staging" => Ok(Environment::Staging),
             "production" => Ok(Environment::Production),
-            other => Err(format!(
-                "unknown environment {other:?}: use staging or production"
-            )),
+            other => Err(UnknownEnvironment(other.to_owned())),
         }
     }
 }
@@ -64,33 +65,7 @@ impl KeyKind {
     }
 }
 
-/// A secret string shown once. `Debug` and `Display` never print it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: String) -> Secret {
-        Secret(value)
-    }
-
-    /// The secret itself; call only where it is meant to be shown or used.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
+pub use shipment_sdk::model::Secret;
 
 /// `prefix` followed by [`SECRET_LEN`] random base62 characters.
 pub fn random_token(prefix: &str) -> Secret {
@@ -98,7 +73,7 @@ pub fn random_token(prefix: &str) -> Secret {
     let mut s = String::with_capacity(prefix.len() + SECRET_LEN);
     s.push_str(prefix);
     s.extend((0..SECRET_LEN).map(|_| BASE62[rng.random_range(0..62)] as char));
-    Secret(s)
+    Secret::new(s)
 }
 
 /// A new key of `kind` for `env`.

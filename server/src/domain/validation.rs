@@ -49,7 +49,7 @@ pub struct NewShipment {
 impl NewShipment {
     /// Checks every field of `req`.
     pub fn parse(req: CreateShipment) -> Result<NewShipment, FieldError> {
-        if req.courier_company_id <= 0 {
+        if req.courier_company_id.get() <= 0 {
             return Err(FieldError::invalid(
                 "courier_company_id",
                 "`courier_company_id` must be a positive integer",
@@ -97,7 +97,7 @@ impl NewShipment {
             .map(|u| webhook_url("webhook_url", &u).map(WebhookUrl::into_string))
             .transpose()?;
         Ok(NewShipment {
-            courier_company_id: req.courier_company_id,
+            courier_company_id: req.courier_company_id.get(),
             description,
             weight_kg,
             dimensions,
@@ -135,9 +135,10 @@ pub fn webhook_url(field: &str, raw: &str) -> Result<WebhookUrl, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shipment_sdk::model::CourierId;
 
     fn req() -> CreateShipment {
-        CreateShipment::new(7)
+        CreateShipment::new(CourierId::new(7))
     }
 
     #[test]
@@ -255,7 +256,7 @@ mod tests {
     #[test]
     fn courier_company_id_must_be_positive() {
         assert_eq!(
-            NewShipment::parse(CreateShipment::new(0))
+            NewShipment::parse(CreateShipment::new(CourierId::new(0)))
                 .unwrap_err()
                 .field,
             "courier_company_id"

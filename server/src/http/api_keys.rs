@@ -5,9 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use shipment_sdk::model::{
-    ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, Secret, VerifyApiKey,
-};
+use shipment_sdk::model::{ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, VerifyApiKey};
 
 use super::ApiError;
 use super::extract::{ApiJson, MaybeJson};
@@ -39,7 +37,7 @@ async fn list_keys(
     session: Session,
 ) -> Result<Json<List<ApiKey>>, ApiError> {
     let data = list_api_keys(&state, session.merchant_id).await?;
-    Ok(Json(List { data }))
+    Ok(Json(List::new(data)))
 }
 
 #[utoipa::path(
@@ -68,13 +66,7 @@ async fn create_key(
         body.unwrap_or_default().name.as_deref(),
     )
     .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(NewApiKey {
-            api_key,
-            key: Secret::new(key.expose()),
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(NewApiKey::new(api_key, key))))
 }
 
 #[utoipa::path(
@@ -119,16 +111,8 @@ async fn verify_key(
 ) -> Result<Json<KeyVerdict>, ApiError> {
     Ok(Json(
         match find_own_key(&state, session.merchant_id, body.key.expose()).await? {
-            Some(k) => KeyVerdict {
-                valid: true,
-                id: Some(k.id),
-                name: Some(k.name),
-            },
-            None => KeyVerdict {
-                valid: false,
-                id: None,
-                name: None,
-            },
+            Some(k) => KeyVerdict::valid(k.id, k.name),
+            None => KeyVerdict::invalid(),
         },
     ))
 }

@@ -6,7 +6,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::routing::post;
 use axum::{Json, Router};
-use shipment_sdk::model::{Login, Secret, Session as SessionModel};
+use shipment_sdk::model::{self, Login};
 
 use super::ApiError;
 use super::extract::{API_KEY_HEADER, ApiJson};
@@ -29,22 +29,18 @@ pub(super) fn router() -> axum::Router<AppState> {
     security(),
     request_body = Login,
     responses(
-        (status = 200, description = "Signed in", body = SessionModel),
+        (status = 200, description = "Signed in", body = model::Session),
         Problems
     )
 )]
 async fn login(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<Login>,
-) -> Result<(StatusCode, Json<SessionModel>), ApiError> {
+) -> Result<(StatusCode, Json<model::Session>), ApiError> {
     let (token, expires_at) = sign_in(&state, &request.email, request.password.expose()).await?;
     Ok((
         StatusCode::OK,
-        Json(SessionModel {
-            token: Secret::new(token.expose()),
-            token_type: "Bearer".to_owned(),
-            expires_at,
-        }),
+        Json(model::Session::bearer(token, expires_at)),
     ))
 }
 

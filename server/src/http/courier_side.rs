@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use shipment_sdk::model::{List, Page, Shipment};
+use shipment_sdk::model::{DriverId, List, Page, Shipment, ShipmentCode};
 
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
@@ -75,7 +75,7 @@ async fn list_drivers(
     courier: Courier,
 ) -> Result<Json<List<Driver>>, ApiError> {
     let data = couriers::list_drivers(&state, courier.id).await?;
-    Ok(Json(List { data }))
+    Ok(Json(List::new(data)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -115,8 +115,8 @@ async fn create_driver(
 #[serde(deny_unknown_fields)]
 struct AssignDriver {
     /// One of the courier company's drivers.
-    #[schema(minimum = 1)]
-    driver_id: i64,
+    #[schema(value_type = i64, minimum = 1)]
+    driver_id: DriverId,
 }
 
 #[utoipa::path(
@@ -138,8 +138,7 @@ async fn assign_driver(
     CodePath(code): CodePath,
     ApiJson(body): ApiJson<AssignDriver>,
 ) -> Result<Json<Shipment>, ApiError> {
-    let shipment =
-        shipments::assign_driver(&state, courier.id, code.as_str(), body.driver_id).await?;
+    let shipment = shipments::assign_driver(&state, courier.id, &code, body.driver_id).await?;
     Ok(Json(shipment))
 }
 
@@ -147,7 +146,7 @@ async fn assign_driver(
 async fn simple(
     state: &AppState,
     courier: Courier,
-    code: &str,
+    code: &ShipmentCode,
     op: Operation,
 ) -> Result<Json<Shipment>, ApiError> {
     let shipment = shipments::courier_operation(state, courier.id, code, op).await?;
@@ -171,7 +170,7 @@ async fn unassign_driver(
     courier: Courier,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
-    simple(&state, courier, code.as_str(), Operation::UnassignDriver).await
+    simple(&state, courier, &code, Operation::UnassignDriver).await
 }
 
 #[utoipa::path(
@@ -191,7 +190,7 @@ async fn pickup_shipment(
     courier: Courier,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
-    simple(&state, courier, code.as_str(), Operation::Pickup).await
+    simple(&state, courier, &code, Operation::Pickup).await
 }
 
 #[utoipa::path(
@@ -211,7 +210,7 @@ async fn return_shipment(
     courier: Courier,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
-    simple(&state, courier, code.as_str(), Operation::Return).await
+    simple(&state, courier, &code, Operation::Return).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -245,8 +244,7 @@ async fn fail_shipment(
     CodePath(code): CodePath,
     ApiJson(body): ApiJson<FailShipment>,
 ) -> Result<Json<Shipment>, ApiError> {
-    let shipment =
-        shipments::fail_shipment(&state, courier.id, code.as_str(), &body.reason).await?;
+    let shipment = shipments::fail_shipment(&state, courier.id, &code, &body.reason).await?;
     Ok(Json(shipment))
 }
 
@@ -282,6 +280,6 @@ async fn deliver_shipment(
 ) -> Result<Json<Shipment>, ApiError> {
     let provided = body.and_then(|b| b.confirmation_code);
     let shipment =
-        shipments::deliver_shipment(&state, courier.id, code.as_str(), provided.as_deref()).await?;
+        shipments::deliver_shipment(&state, courier.id, &code, provided.as_deref()).await?;
     Ok(Json(shipment))
 }

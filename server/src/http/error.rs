@@ -3,7 +3,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use shipment_sdk::model::Problem;
+use shipment_sdk::model::{Problem, ProblemCode};
 
 use crate::app;
 use crate::domain::{FieldError, FieldErrorKind, Refusal};
@@ -18,7 +18,7 @@ tokio::task_local! {
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: ProblemCode,
     detail: String,
     field: Option<String>,
     retry_after: Option<u64>,
@@ -26,7 +26,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// Any status and code.
-    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> ApiError {
+    pub fn new(status: StatusCode, code: ProblemCode, detail: impl Into<String>) -> ApiError {
         ApiError {
             status,
             code,
@@ -44,36 +44,44 @@ impl ApiError {
 
     /// 400 `invalid_json`.
     pub fn invalid_json(detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", detail)
+        ApiError::new(StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, detail)
     }
 
     /// 400 `invalid_field` for `field`.
     pub fn invalid_field(field: &str, detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", detail).with_field(field)
+        ApiError::new(StatusCode::BAD_REQUEST, ProblemCode::InvalidField, detail).with_field(field)
     }
 
     /// 400 `invalid_identifier`.
     pub fn invalid_identifier(detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_identifier", detail)
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ProblemCode::InvalidIdentifier,
+            detail,
+        )
     }
 
     /// 401 `unauthenticated`.
     pub fn unauthenticated(detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthenticated", detail)
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            ProblemCode::Unauthenticated,
+            detail,
+        )
     }
 
     /// 403 `forbidden`.
     pub fn forbidden(detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
+        ApiError::new(StatusCode::FORBIDDEN, ProblemCode::Forbidden, detail)
     }
 
     /// 404 `not_found`.
     pub fn not_found(detail: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "not_found", detail)
+        ApiError::new(StatusCode::NOT_FOUND, ProblemCode::NotFound, detail)
     }
 
     /// 409 with a conflict code.
-    pub fn conflict(code: &'static str, detail: impl Into<String>) -> ApiError {
+    pub fn conflict(code: ProblemCode, detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::CONFLICT, code, detail)
     }
 
@@ -81,7 +89,7 @@ impl ApiError {
     pub fn payload_too_large() -> ApiError {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            ProblemCode::PayloadTooLarge,
             format!(
                 "request bodies are limited to {} bytes",
                 super::MAX_BODY_BYTES
@@ -93,7 +101,11 @@ impl ApiError {
     pub fn rate_limited(detail: impl Into<String>, secs: u64) -> ApiError {
         ApiError {
             retry_after: Some(secs.max(1)),
-            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail)
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ProblemCode::RateLimited,
+                detail,
+            )
         }
     }
 
@@ -101,7 +113,11 @@ impl ApiError {
     pub fn unavailable(detail: impl Into<String>) -> ApiError {
         ApiError {
             retry_after: Some(1),
-            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ProblemCode::Unavailable,
+                detail,
+            )
         }
     }
 
@@ -110,7 +126,7 @@ impl ApiError {
         tracing::error!(%cause, "internal error");
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ProblemCode::Internal,
             "the server failed to handle this request; it has been logged",
         )
     }
@@ -121,8 +137,8 @@ impl ApiError {
     }
 
     /// The problem `code`.
-    pub fn code(&self) -> &'static str {
-        self.code
+    pub fn code(&self) -> &ProblemCode {
+        &self.code
     }
 
     /// The human-readable explanation (for a 5xx, the generic one).
@@ -144,9 +160,9 @@ impl ApiError {
 impl From<FieldError> for ApiError {
     fn from(e: FieldError) -> ApiError {
         let code = match e.kind {
-            FieldErrorKind::Missing => "missing_field",
-            FieldErrorKind::Invalid => "invalid_field",
-            FieldErrorKind::Unknown => "unknown_field",
+            FieldErrorKind::Missing => ProblemCode::MissingField,
+            FieldErrorKind::Invalid => ProblemCode::InvalidField,
+            FieldErrorKind::Unknown => ProblemCode::UnknownField,
         };
         ApiError::new(StatusCode::BAD_REQUEST, code, e.detail).with_field(e.field)
     }
@@ -156,15 +172,20 @@ impl From<Refusal> for ApiError {
     fn from(r: Refusal) -> ApiError {
         match r {
             Refusal::Forbidden => ApiError::forbidden("this shipment belongs to another account"),
-            Refusal::InvalidState(e) => ApiError::conflict("invalid_state", e.to_string()),
-            Refusal::AlreadyRated => {
-                ApiError::conflict("already_rated", "this shipment has already been rated")
+            Refusal::InvalidState(e) => {
+                ApiError::conflict(ProblemCode::InvalidState, e.to_string())
             }
+            Refusal::AlreadyRated => ApiError::conflict(
+                ProblemCode::AlreadyRated,
+                "this shipment has already been rated",
+            ),
             Refusal::Field(e) => e.into(),
-            Refusal::ConfirmationCode(detail) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_confirmation_code", detail)
-                    .with_field("confirmation_code")
-            }
+            Refusal::ConfirmationCode(detail) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                ProblemCode::InvalidConfirmationCode,
+                detail,
+            )
+            .with_field("confirmation_code"),
         }
     }
 }
@@ -177,11 +198,11 @@ impl From<app::Error> for ApiError {
             app::Error::NotFound(detail) => ApiError::not_found(detail),
             app::Error::Refused(r) => r.into(),
             e @ app::Error::IdempotencyKeyReused => {
-                ApiError::conflict("idempotency_conflict", e.to_string())
+                ApiError::conflict(ProblemCode::IdempotencyConflict, e.to_string())
                     .with_field("Idempotency-Key")
             }
             e @ app::Error::WebhookUrlTaken => {
-                ApiError::conflict("webhook_url_taken", e.to_string()).with_field("url")
+                ApiError::conflict(ProblemCode::WebhookUrlTaken, e.to_string()).with_field("url")
             }
             e @ app::Error::WrongCredentials => ApiError::unauthenticated(e.to_string()),
             e @ app::Error::Throttled { retry_after_secs } => {
@@ -200,7 +221,7 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::unavailable("the database is busy or unreachable; retry shortly")
             }
-            StoreError::Conflict(_) => {
+            StoreError::Contended(_) => {
                 tracing::warn!(error = %e, "write kept conflicting");
                 ApiError::unavailable("the resource is changing too fast; retry shortly")
             }
@@ -211,15 +232,14 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let problem = Problem {
-            type_: "about:blank".to_owned(),
-            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
-            status: self.status.as_u16(),
-            detail: self.detail,
-            code: self.code.to_owned(),
-            field: self.field,
-            request_id: REQUEST_ID.try_with(Clone::clone).ok(),
-        };
+        let mut problem = Problem::new(
+            self.status.as_u16(),
+            self.status.canonical_reason().unwrap_or("Error"),
+            self.code,
+            self.detail,
+        );
+        problem.field = self.field;
+        problem.request_id = REQUEST_ID.try_with(Clone::clone).ok();
         let body = serde_json::to_vec(&problem).expect("problems serialize");
         let mut response = (self.status, body).into_response();
         let headers = response.headers_mut();

@@ -8,10 +8,10 @@ use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
+use shipment_sdk::model::{InvalidShipmentCode, ProblemCode, ShipmentCode};
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::domain::code::ShipmentCode;
 use crate::domain::keys::{self, KeyKind};
 use crate::store::Store;
 
@@ -108,7 +108,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             format!("{path}.{field}")
         };
         return Err(
-            ApiError::new(StatusCode::BAD_REQUEST, "missing_field", detail).with_field(field),
+            ApiError::new(StatusCode::BAD_REQUEST, ProblemCode::MissingField, detail)
+                .with_field(field),
         );
     }
     if message.starts_with("unknown field")
@@ -116,7 +117,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     {
         let detail = format!("`{field}` is not a field of this request");
         return Err(
-            ApiError::new(StatusCode::BAD_REQUEST, "unknown_field", detail).with_field(field),
+            ApiError::new(StatusCode::BAD_REQUEST, ProblemCode::UnknownField, detail)
+                .with_field(field),
         );
     }
     if path == "." {
@@ -266,11 +268,10 @@ impl<S: Send + Sync> FromRequestParts<S> for CodePath {
         let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::invalid_identifier(format!("bad path: {e}")))?;
-        ShipmentCode::parse(&raw).map(CodePath).ok_or_else(|| {
-            ApiError::invalid_identifier(format!(
-                "`{}` is not a shipment code; codes look like SHP-7K3M-Q9ZX",
-                raw.chars().take(40).collect::<String>()
-            ))
+        ShipmentCode::parse(&raw).map(CodePath).map_err(|_| {
+            // The message of `InvalidShipmentCode`, with the echo cut short.
+            let shown: String = raw.chars().take(40).collect();
+            ApiError::invalid_identifier(InvalidShipmentCode(shown).to_string())
         })
     }
 }
@@ -370,30 +371,30 @@ mod tests {
     use super::*;
     use shipment_sdk::model::CreateShipment;
 
-    fn problem(body: &str) -> (StatusCode, &'static str, Option<String>) {
+    fn problem(body: &str) -> (StatusCode, ProblemCode, Option<String>) {
         let e = parse_json::<CreateShipment>(body.as_bytes()).unwrap_err();
-        (e.status(), e.code(), e.field().map(str::to_owned))
+        (e.status(), e.code().clone(), e.field().map(str::to_owned))
     }
 
     #[test]
     fn each_kind_of_bad_body_gets_its_own_code() {
         assert_eq!(
             problem("{"),
-            (StatusCode::BAD_REQUEST, "invalid_json", None)
+            (StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, None)
         );
         assert_eq!(
             problem("[]"),
-            (StatusCode::BAD_REQUEST, "invalid_json", None)
+            (StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, None)
         );
         assert_eq!(
             problem("{} x"),
-            (StatusCode::BAD_REQUEST, "invalid_json", None)
+            (StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, None)
         );
         assert_eq!(
             problem("{}"),
             (
                 StatusCode::BAD_REQUEST,
-                "missing_field",
+                ProblemCode::MissingField,
                 Some("courier_company_id".into())
             )
         );
@@ -401,7 +402,7 @@ mod tests {
             problem(r#"{"courier_company_id":1,"colour":"red"}"#),
             (
                 StatusCode::BAD_REQUEST,
-                "unknown_field",
+                ProblemCode::UnknownField,
                 Some("colour".into())
             )
         );
@@ -409,7 +410,7 @@ mod tests {
             problem(r#"{"courier_company_id":"seven"}"#),
             (
                 StatusCode::BAD_REQUEST,
-                "invalid_field",
+                ProblemCode::InvalidField,
                 Some("courier_company_id".into())
             )
         );
@@ -425,14 +426,14 @@ mod tests {
         );
         assert_eq!(
             problem(r#"{"courier_company_id":1,"items":[{"a":1,"a":2}]}"#),
-            (StatusCode::BAD_REQUEST, "invalid_json", None)
+            (StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, None)
         );
         // A number written as text is a wrong type.
         assert_eq!(
             problem(r#"{"courier_company_id":1,"weight_kg":"1"}"#),
             (
                 StatusCode::BAD_REQUEST,
-                "invalid_field",
+                ProblemCode::InvalidField,
                 Some("weight_kg".into())
             )
         );
@@ -440,7 +441,7 @@ mod tests {
             problem(r#"{"courier_company_id":1,"items":[1]}"#),
             (
                 StatusCode::BAD_REQUEST,
-                "invalid_field",
+                ProblemCode::InvalidField,
                 Some("items[0]".into())
             )
         );

@@ -30,5 +30,5 @@ async fn list_couriers(
     merchant: Merchant,
 ) -> Result<Json<List<CourierCompany>>, ApiError> {
     let data = crate::app::couriers::list_merchant_couriers(&state, merchant.id).await?;
-    Ok(Json(List { data }))
+    Ok(Json(List::new(data)))
 }

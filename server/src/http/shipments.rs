@@ -5,7 +5,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use shipment_sdk::model::{ConfirmationCode, CreateShipment, Page, RateShipment, Shipment};
+use shipment_sdk::model::{
+    ConfirmationCode, CreateShipment, IdempotencyKey, Page, RateShipment, Shipment,
+};
 
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Merchant};
@@ -29,7 +31,7 @@ pub(super) fn router() -> Router<AppState> {
         .route("/shipments/{code}/rate", post(rate_shipment))
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     headers
         .get(IDEMPOTENCY_KEY_HEADER)
         .map(|value| shipments::idempotency_key(value.as_bytes()))
@@ -66,8 +68,7 @@ async fn create_shipment(
     ApiJson(request): ApiJson<CreateShipment>,
 ) -> Result<Response, ApiError> {
     let idempotency_key = idempotency_key(&headers)?;
-    match shipments::create_shipment(&state, merchant.id, request, idempotency_key.as_deref())
-        .await?
+    match shipments::create_shipment(&state, merchant.id, request, idempotency_key.as_ref()).await?
     {
         CreateOutcome::Created(shipment) => {
             Ok((StatusCode::CREATED, Json(*shipment)).into_response())
@@ -124,7 +125,7 @@ async fn get_shipment(
     merchant: Merchant,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
-    let shipment = shipments::get_shipment(&state, merchant.id, code.as_str()).await?;
+    let shipment = shipments::get_shipment(&state, merchant.id, &code).await?;
     Ok(Json(shipment))
 }
 
@@ -145,7 +146,7 @@ async fn cancel_shipment(
     merchant: Merchant,
     CodePath(code): CodePath,
 ) -> Result<Json<Shipment>, ApiError> {
-    let shipment = shipments::cancel_shipment(&state, merchant.id, code.as_str()).await?;
+    let shipment = shipments::cancel_shipment(&state, merchant.id, &code).await?;
     Ok(Json(shipment))
 }
 
@@ -168,8 +169,7 @@ async fn rate_shipment(
     CodePath(code): CodePath,
     ApiJson(body): ApiJson<RateShipment>,
 ) -> Result<Json<Shipment>, ApiError> {
-    let shipment =
-        shipments::rate_shipment(&state, merchant.id, code.as_str(), body.rating).await?;
+    let shipment = shipments::rate_shipment(&state, merchant.id, &code, body.rating).await?;
     Ok(Json(shipment))
 }
 
@@ -190,6 +190,6 @@ async fn generate_confirmation_code(
     merchant: Merchant,
     CodePath(code): CodePath,
 ) -> Result<(StatusCode, Json<ConfirmationCode>), ApiError> {
-    let code = shipments::generate_confirmation_code(&state, merchant.id, code.as_str()).await?;
+    let code = shipments::generate_confirmation_code(&state, merchant.id, &code).await?;
     Ok((StatusCode::CREATED, Json(code)))
 }

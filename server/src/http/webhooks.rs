@@ -6,8 +6,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{
-    Delivery, List, NewWebhook, Page, RegisterWebhook, Secret, SetWebhookActive, SigningKey,
-    Webhook,
+    Delivery, List, NewWebhook, Page, RegisterWebhook, SetWebhookActive, SigningKey, Webhook,
 };
 
 use super::ApiError;
@@ -45,7 +44,7 @@ async fn list_webhooks(
     session: Session,
 ) -> Result<Json<List<Webhook>>, ApiError> {
     let data = webhooks::list_webhooks(&state, session.merchant_id).await?;
-    Ok(Json(List { data }))
+    Ok(Json(List::new(data)))
 }
 
 #[utoipa::path(
@@ -69,10 +68,7 @@ async fn register_webhook(
         webhooks::register_webhook(&state, session.merchant_id, &body.url).await?;
     Ok((
         StatusCode::CREATED,
-        Json(NewWebhook {
-            webhook,
-            signing_key: Secret::new(signing_key.expose()),
-        }),
+        Json(NewWebhook::new(webhook, signing_key)),
     ))
 }
 

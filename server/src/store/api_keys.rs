@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, classify, now, on_pool};
+use super::{Store, StoreError, now};
 use crate::domain::keys::{self, Environment, KeyKind, Secret};
 
 /// Who a presented key belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 pub struct KeyOwner {
     /// The key's row id.
     pub key_id: i64,
@@ -38,11 +38,10 @@ pub struct ApiKeyInfo {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-const KEY_COLUMNS: &str = "id, name, prefix, last4, created_at, last_used_at";
-
 impl Store {
     /// Creates a merchant API key of `env`; the secret is returned once and
-    /// only its digest is stored.
+    /// only its digest is stored. ([`StoreError::ApiKeyDigestTaken`] would
+    /// mean two random 32-character keys collided.)
     pub async fn create_api_key(
         &self,
         merchant_id: i64,
@@ -52,16 +51,16 @@ impl Store {
         let key = keys::generate(KeyKind::Merchant, env);
         let sql = "INSERT INTO api_keys (merchant_id, name, prefix, last4, key_digest, created_at) \
                    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
-        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
+        let id = self
+            .query(sql)
             .bind(merchant_id)
             .bind(name)
             .bind(KeyKind::Merchant.prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))
             .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)?;
+            .scalar()
+            .await?;
         Ok(NewKey { id, key })
     }
 
@@ -74,15 +73,15 @@ impl Store {
         let key = keys::generate(KeyKind::Courier, env);
         let sql = "INSERT INTO courier_keys (courier_company_id, prefix, last4, key_digest, created_at) \
                    VALUES ($1, $2, $3, $4, $5) RETURNING id";
-        let id = on_pool!(self, |pool| sqlx::query_scalar(sql)
+        let id = self
+            .query(sql)
             .bind(courier_id)
             .bind(KeyKind::Courier.prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))
             .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)?;
+            .scalar()
+            .await?;
         Ok(NewKey { id, key })
     }
 
@@ -97,22 +96,15 @@ impl Store {
     ) -> Result<Option<KeyOwner>, StoreError> {
         let sql = match kind {
             KeyKind::Merchant => {
-                "SELECT id, merchant_id, last_used_at FROM api_keys WHERE key_digest = $1"
+                "SELECT id AS key_id, merchant_id AS owner_id, last_used_at \
+                 FROM api_keys WHERE key_digest = $1"
             }
             KeyKind::Courier => {
-                "SELECT id, courier_company_id, last_used_at FROM courier_keys WHERE key_digest = $1"
+                "SELECT id AS key_id, courier_company_id AS owner_id, last_used_at \
+                 FROM courier_keys WHERE key_digest = $1"
             }
         };
-        let row: Option<(i64, i64, Option<DateTime<Utc>>)> =
-            on_pool!(self, |pool| sqlx::query_as(sql)
-                .bind(digest)
-                .fetch_optional(pool)
-                .await)?;
-        Ok(row.map(|(key_id, owner_id, last_used_at)| KeyOwner {
-            key_id,
-            owner_id,
-            last_used_at,
-        }))
+        Ok(self.query(sql).bind(digest).fetch_optional().await?)
     }
 
     /// Records that a key was used now.
@@ -121,24 +113,15 @@ impl Store {
             KeyKind::Merchant => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
             KeyKind::Courier => "UPDATE courier_keys SET last_used_at = $1 WHERE id = $2",
         };
-        on_pool!(self, |pool| sqlx::query(sql)
-            .bind(now())
-            .bind(key_id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        self.query(sql).bind(now()).bind(key_id).execute().await?;
         Ok(())
     }
 
     /// The merchant's API keys, oldest first.
     pub async fn api_keys(&self, merchant_id: i64) -> Result<Vec<ApiKeyInfo>, StoreError> {
-        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id");
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .fetch_all(pool)
-        .await)?)
+        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
+                   WHERE merchant_id = $1 ORDER BY id";
+        Ok(self.query(sql).bind(merchant_id).fetch_all().await?)
     }
 
     /// One of the merchant's API keys.
@@ -147,14 +130,14 @@ impl Store {
         merchant_id: i64,
         id: i64,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 AND id = $2");
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .bind(id)
-        .fetch_optional(pool)
-        .await)?)
+        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
+                   WHERE merchant_id = $1 AND id = $2";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(id)
+            .fetch_optional()
+            .await?)
     }
 
     /// The merchant's key whose secret has this digest, if any.
@@ -163,28 +146,21 @@ impl Store {
         merchant_id: i64,
         digest: &str,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 AND key_digest = $2"
-        );
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .bind(digest)
-        .fetch_optional(pool)
-        .await)?)
+        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
+                   WHERE merchant_id = $1 AND key_digest = $2";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(digest)
+            .fetch_optional()
+            .await?)
     }
 
     /// Deletes one of the merchant's keys; `false` if it has no such key.
     /// The key stops working at once: authentication reads this table.
     pub async fn delete_api_key(&self, merchant_id: i64, id: i64) -> Result<bool, StoreError> {
         let sql = "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
-            .bind(merchant_id)
-            .bind(id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let n = self.query(sql).bind(merchant_id).bind(id).execute().await?;
         Ok(n == 1)
     }
 

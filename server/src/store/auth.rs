@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Store, StoreError, now, on_pool};
+use super::{Store, StoreError, now};
 use crate::domain::keys::{self, Secret};
 
 /// A live dashboard session as stored (the app layer's `Session` is what a
@@ -15,6 +15,13 @@ pub struct SessionRow {
     pub merchant_id: i64,
     /// When the token stops working.
     pub expires_at: DateTime<Utc>,
+}
+
+/// The sign-in window of one e-mail after an attempt was reserved.
+#[derive(sqlx::FromRow)]
+struct Window {
+    attempts: i64,
+    window_start: DateTime<Utc>,
 }
 
 impl Store {
@@ -39,12 +46,14 @@ impl Store {
                    window_start = CASE WHEN login_attempts.window_start <= $3 THEN $2 \
                                        ELSE login_attempts.window_start END \
                    RETURNING attempts, window_start";
-        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
+        let w: Window = self
+            .query(sql)
             .bind(email)
             .bind(at)
             .bind(at - window)
-            .fetch_one(pool)
-            .await)?)
+            .fetch_one()
+            .await?;
+        Ok((w.attempts, w.window_start))
     }
 
     /// Forgets the attempts of `email` after a successful sign-in, and every
@@ -55,12 +64,11 @@ impl Store {
         forget_before: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let sql = "DELETE FROM login_attempts WHERE email = $1 OR window_start <= $2";
-        on_pool!(self, |pool| sqlx::query(sql)
+        self.query(sql)
             .bind(email)
             .bind(forget_before)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+            .execute()
+            .await?;
         Ok(())
     }
 
@@ -77,20 +85,14 @@ impl Store {
         let sql = "INSERT INTO sessions (merchant_id, token_digest, created_at, expires_at) \
                    VALUES ($1, $2, $3, $4)";
         let prune = "DELETE FROM sessions WHERE expires_at <= $1";
-        on_pool!(self, |pool| {
-            sqlx::query(sql)
-                .bind(merchant_id)
-                .bind(keys::digest(token.expose()))
-                .bind(at)
-                .bind(expires_at)
-                .execute(pool)
-                .await?;
-            sqlx::query(prune)
-                .bind(at)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected())
-        })?;
+        self.query(sql)
+            .bind(merchant_id)
+            .bind(keys::digest(token.expose()))
+            .bind(at)
+            .bind(expires_at)
+            .execute()
+            .await?;
+        self.query(prune).bind(at).execute().await?;
         Ok((token, expires_at))
     }
 
@@ -98,21 +100,18 @@ impl Store {
     pub async fn session(&self, token_digest: &str) -> Result<Option<SessionRow>, StoreError> {
         let sql = "SELECT id, merchant_id, expires_at FROM sessions \
                    WHERE token_digest = $1 AND expires_at > $2";
-        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
+        Ok(self
+            .query(sql)
             .bind(token_digest)
             .bind(now())
-            .fetch_optional(pool)
-            .await)?)
+            .fetch_optional()
+            .await?)
     }
 
     /// Ends a session.
     pub async fn delete_session(&self, id: i64) -> Result<(), StoreError> {
         let sql = "DELETE FROM sessions WHERE id = $1";
-        on_pool!(self, |pool| sqlx::query(sql)
-            .bind(id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        self.query(sql).bind(id).execute().await?;
         Ok(())
     }
 }

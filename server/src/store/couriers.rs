@@ -1,9 +1,9 @@
 //! Courier companies, their links to merchants, and their drivers.
 
 use chrono::{DateTime, Utc};
-use shipment_sdk::model::CourierCompany;
+use shipment_sdk::model::{CourierCompany, CourierId};
 
-use super::{Store, StoreError, classify, now, on_pool};
+use super::{Store, StoreError, now};
 use crate::domain::fee::{Pricing, from_minor_units};
 
 /// A driver of a courier company.
@@ -20,6 +20,7 @@ pub struct Driver {
     pub created_at: DateTime<Utc>,
 }
 
+/// A linked courier company with its prices, as stored.
 #[derive(sqlx::FromRow)]
 struct CourierRow {
     id: i64,
@@ -45,10 +46,7 @@ impl Store {
     /// Whether a courier company with this id exists.
     pub async fn courier_exists(&self, id: i64) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM courier_companies WHERE id = $1";
-        let n: i64 = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(id)
-            .fetch_one(pool)
-            .await)?;
+        let n: i64 = self.query(sql).bind(id).scalar().await?;
         Ok(n > 0)
     }
 
@@ -63,29 +61,27 @@ impl Store {
         let sql = "INSERT INTO courier_companies \
                    (name, active, base_fee_minor, per_kg_minor, per_km_minor, created_at) \
                    VALUES ($1, TRUE, $2, $3, $4, $5) RETURNING id";
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
+        Ok(self
+            .query(sql)
             .bind(name)
             .bind(base_fee_minor)
             .bind(per_kg_minor)
             .bind(per_km_minor)
             .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)
+            .scalar()
+            .await?)
     }
 
     /// Links a courier company to a merchant (idempotent).
     pub async fn link_courier(&self, merchant_id: i64, courier_id: i64) -> Result<(), StoreError> {
         let sql = "INSERT INTO merchant_couriers (merchant_id, courier_company_id, linked_at) \
                    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
-        on_pool!(self, |pool| sqlx::query(sql)
+        self.query(sql)
             .bind(merchant_id)
             .bind(courier_id)
             .bind(now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))
-        .map_err(classify)?;
+            .execute()
+            .await?;
         Ok(())
     }
 
@@ -98,23 +94,19 @@ impl Store {
                    l.linked_at FROM merchant_couriers l \
                    JOIN courier_companies c ON c.id = l.courier_company_id \
                    WHERE l.merchant_id = $1 ORDER BY c.id";
-        let rows: Vec<CourierRow> = on_pool!(self, |pool| sqlx::query_as(sql)
-            .bind(merchant_id)
-            .fetch_all(pool)
-            .await)?;
+        let rows: Vec<CourierRow> = self.query(sql).bind(merchant_id).fetch_all().await?;
         Ok(rows
             .into_iter()
             .map(|r| {
                 let p = r.pricing();
-                CourierCompany {
-                    id: r.id,
-                    name: r.name,
-                    active: r.active,
-                    base_fee: p.base_fee,
-                    per_kg: p.per_kg,
-                    per_km: p.per_km,
-                    linked_at: r.linked_at,
-                }
+                let mut company = CourierCompany::new(
+                    CourierId::new(r.id),
+                    r.name,
+                    [p.base_fee, p.per_kg, p.per_km],
+                    r.linked_at,
+                );
+                company.active = r.active;
+                company
             })
             .collect())
     }
@@ -130,11 +122,12 @@ impl Store {
                    l.linked_at FROM merchant_couriers l \
                    JOIN courier_companies c ON c.id = l.courier_company_id \
                    WHERE l.merchant_id = $1 AND l.courier_company_id = $2 AND c.active";
-        let row: Option<CourierRow> = on_pool!(self, |pool| sqlx::query_as(sql)
+        let row: Option<CourierRow> = self
+            .query(sql)
             .bind(merchant_id)
             .bind(courier_id)
-            .fetch_optional(pool)
-            .await)?;
+            .fetch_optional()
+            .await?;
         Ok(row.map(|r| r.pricing()))
     }
 
@@ -142,31 +135,25 @@ impl Store {
     pub async fn create_driver(&self, courier_id: i64, name: &str) -> Result<Driver, StoreError> {
         let sql = "INSERT INTO drivers (courier_company_id, name, created_at) VALUES ($1, $2, $3) \
                    RETURNING id, courier_company_id, name, created_at";
-        on_pool!(self, |pool| sqlx::query_as(sql)
+        Ok(self
+            .query(sql)
             .bind(courier_id)
             .bind(name)
             .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)
+            .fetch_one()
+            .await?)
     }
 
     /// The drivers of a courier company, by id.
     pub async fn drivers(&self, courier_id: i64) -> Result<Vec<Driver>, StoreError> {
         let sql = "SELECT id, courier_company_id, name, created_at FROM drivers \
                    WHERE courier_company_id = $1 ORDER BY id";
-        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
-            .bind(courier_id)
-            .fetch_all(pool)
-            .await)?)
+        Ok(self.query(sql).bind(courier_id).fetch_all().await?)
     }
 
     /// One driver, if it exists.
     pub async fn driver(&self, driver_id: i64) -> Result<Option<Driver>, StoreError> {
         let sql = "SELECT id, courier_company_id, name, created_at FROM drivers WHERE id = $1";
-        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
-            .bind(driver_id)
-            .fetch_optional(pool)
-            .await)?)
+        Ok(self.query(sql).bind(driver_id).fetch_optional().await?)
     }
 }

@@ -1,6 +1,6 @@
 //! Merchants: their accounts and how sign-in finds them.
 
-use super::{Store, StoreError, classify, now, on_pool};
+use super::{Store, StoreError, now};
 
 /// A merchant as sign-in needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -13,7 +13,7 @@ pub struct Login {
 
 impl Store {
     /// Adds a merchant, its e-mail normalised ([`crate::domain::email`]);
-    /// `Conflict` if the e-mail is taken.
+    /// [`StoreError::EmailTaken`] if the e-mail is taken.
     pub async fn create_merchant(
         &self,
         name: &str,
@@ -22,32 +22,26 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
                    VALUES ($1, $2, $3, $4) RETURNING id";
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
+        Ok(self
+            .query(sql)
             .bind(name)
             .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
             .bind(now())
-            .fetch_one(pool)
-            .await)
-        .map_err(classify)
+            .scalar()
+            .await?)
     }
 
     /// Whether a merchant with this id exists.
     pub async fn merchant_exists(&self, id: i64) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM merchants WHERE id = $1";
-        let n: i64 = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(id)
-            .fetch_one(pool)
-            .await)?;
+        let n: i64 = self.query(sql).bind(id).scalar().await?;
         Ok(n > 0)
     }
 
     /// The merchant signing in with `email`, if any.
     pub async fn login(&self, email: &str) -> Result<Option<Login>, StoreError> {
         let sql = "SELECT id AS merchant_id, password_hash FROM merchants WHERE email = $1";
-        Ok(on_pool!(self, |pool| sqlx::query_as(sql)
-            .bind(email)
-            .fetch_optional(pool)
-            .await)?)
+        Ok(self.query(sql).bind(email).fetch_optional().await?)
     }
 }

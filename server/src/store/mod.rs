@@ -1,10 +1,16 @@
 //! The database: one [`Store`] over SQLite (embedded default) or PostgreSQL.
 //!
-//! Every query is written once, in SQL both engines understand (`$1`
-//! parameters, `RETURNING`), and run on whichever pool the URL chose through
-//! the `on_pool!` and `on_tx!` macros. Timestamps are truncated to
-//! microseconds in Rust ([`now`]) so both engines store exactly what the API
-//! shows.
+//! Every statement is written once, in SQL both engines understand (`$1`
+//! parameters, `RETURNING`), as a `&'static str` (two constants where the
+//! engines differ, as for `FOR UPDATE SKIP LOCKED`), and run through
+//! [`query::Query`] on whichever pool the URL chose, or on an open [`Tx`];
+//! rows come back as `#[derive(sqlx::FromRow)]` structs. The shipment list,
+//! whose filters vary per request, is built with `sqlx::QueryBuilder`
+//! instead (`shipments/list.rs`). Every error passes
+//! through [`StoreError`]'s `From<sqlx::Error>`, which names the unique
+//! constraint a write ran into ([`unique_violation`]). Timestamps are
+//! truncated to microseconds in Rust ([`now`]) so both engines store exactly
+//! what the API shows.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -19,63 +25,92 @@ pub mod auth;
 pub mod couriers;
 pub mod merchants;
 pub mod outbox;
+mod query;
 pub mod shipments;
 pub mod webhooks;
 
-/// Runs `$body` with `$pool` bound to the concrete pool.
-macro_rules! on_pool {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match $store {
-            $crate::store::Store::Sqlite($pool) => $body,
-            $crate::store::Store::Postgres($pool) => $body,
-        }
-    };
-}
-
-/// Runs `$body` with `$conn` bound to the transaction's connection.
-macro_rules! on_tx {
-    ($tx:expr, |$conn:ident| $body:expr) => {
-        match $tx {
-            $crate::store::Tx::Sqlite(t) => {
-                let $conn = &mut **t;
-                $body
-            }
-            $crate::store::Tx::Postgres(t) => {
-                let $conn = &mut **t;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use {on_pool, on_tx};
-
-/// Errors of the store. Anything but [`StoreError::Conflict`] is a server
-/// fault the HTTP layer answers with 500/503 without details.
+/// Errors of the store. The `…Taken` variants name the unique constraint a
+/// write ran into, for the caller to decide what it means; anything else is
+/// a server fault the HTTP layer answers with 500 or 503 without details.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database failed or is unreachable.
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[source] sqlx::Error),
     /// Applying migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    /// A unique constraint refused the write (the caller decides what that
-    /// means: an e-mail taken, a code collision).
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// `merchants.email`: a merchant has this e-mail already.
+    #[error("a merchant has this e-mail already")]
+    EmailTaken,
+    /// `shipments.code`: a new shipment's random code collided (the store
+    /// retries with another).
+    #[error("a shipment has this code already")]
+    ShipmentCodeTaken,
+    /// `webhooks (merchant_id, url)`: the merchant registered this URL already.
+    #[error("the merchant has a webhook with this URL already")]
+    WebhookUrlTaken,
+    /// `idempotency_keys (merchant_id, idem_key)`: a concurrent create with
+    /// the same `Idempotency-Key` committed first (the store retries, and
+    /// replays its answer).
+    #[error("this idempotency key was stored by a concurrent request")]
+    IdempotencyKeyTaken,
+    /// `api_keys.key_digest`: a new merchant key's digest collided.
+    #[error("an API key has this digest already")]
+    ApiKeyDigestTaken,
+    /// `courier_keys.key_digest`: a new courier key's digest collided.
+    #[error("a courier key has this digest already")]
+    CourierKeyDigestTaken,
+    /// `sessions.token_digest`: a new session token's digest collided.
+    #[error("a session has this token digest already")]
+    SessionTokenTaken,
+    /// A write kept losing races with concurrent writers and gave up; trying
+    /// again shortly is likely to succeed.
+    #[error("{0}: too many concurrent writes; try again")]
+    Contended(String),
     /// Stored data that cannot be read back (a bug or manual editing).
     #[error("corrupt row: {0}")]
     Corrupt(String),
 }
 
-/// Maps unique-constraint violations to [`StoreError::Conflict`].
-pub(crate) fn classify(e: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &e
-        && db.is_unique_violation()
-    {
-        return StoreError::Conflict(db.message().to_owned());
+impl From<sqlx::Error> for StoreError {
+    /// A unique violation becomes the variant of its constraint; anything
+    /// else (an unnamed constraint included: the store has no write that
+    /// should meet one) stays [`StoreError::Database`].
+    fn from(e: sqlx::Error) -> StoreError {
+        if let sqlx::Error::Database(db) = &e
+            && db.is_unique_violation()
+            && let Some(taken) = unique_violation(db.constraint(), db.message())
+        {
+            return taken;
+        }
+        StoreError::Database(e)
     }
-    StoreError::Database(e)
+}
+
+/// The error for a unique violation, from the constraint PostgreSQL names or
+/// else from SQLite's message, `UNIQUE constraint failed: table.column, …`
+/// (SQLite reports no constraint name). The one place that knows the
+/// constraints: PostgreSQL's names are the ones it generated for the
+/// migrations' `UNIQUE` and `PRIMARY KEY` clauses.
+fn unique_violation(constraint: Option<&str>, message: &str) -> Option<StoreError> {
+    let key = constraint.or_else(|| message.strip_prefix("UNIQUE constraint failed: "))?;
+    Some(match key {
+        "merchants_email_key" | "merchants.email" => StoreError::EmailTaken,
+        "shipments_code_key" | "shipments.code" => StoreError::ShipmentCodeTaken,
+        "webhooks_merchant_id_url_key" | "webhooks.merchant_id, webhooks.url" => {
+            StoreError::WebhookUrlTaken
+        }
+        "idempotency_keys_pkey" | "idempotency_keys.merchant_id, idempotency_keys.idem_key" => {
+            StoreError::IdempotencyKeyTaken
+        }
+        "api_keys_key_digest_key" | "api_keys.key_digest" => StoreError::ApiKeyDigestTaken,
+        "courier_keys_key_digest_key" | "courier_keys.key_digest" => {
+            StoreError::CourierKeyDigestTaken
+        }
+        "sessions_token_digest_key" | "sessions.token_digest" => StoreError::SessionTokenTaken,
+        _ => return None,
+    })
 }
 
 /// Which engine a database URL names.
@@ -220,20 +255,17 @@ impl Store {
 
     /// Whether the database answers (for `/readyz`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        on_pool!(self, |pool| sqlx::query("SELECT 1")
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        self.query("SELECT 1").execute().await?;
         Ok(())
     }
 
     /// How many connections are open, idle and allowed (for `/metrics`).
     pub fn pool_usage(&self) -> PoolUsage {
-        let (size, idle, max) = on_pool!(self, |pool| (
-            pool.size(),
-            u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
-            pool.options().get_max_connections()
-        ));
+        let (size, idle, max) = match self {
+            Store::Sqlite(p) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+            Store::Postgres(p) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+        };
+        let idle = u32::try_from(idle).unwrap_or(u32::MAX);
         PoolUsage {
             in_use: size.saturating_sub(idle),
             idle,
@@ -243,7 +275,10 @@ impl Store {
 
     /// Closes every connection (graceful shutdown).
     pub async fn close(&self) {
-        on_pool!(self, |pool| pool.close().await);
+        match self {
+            Store::Sqlite(pool) => pool.close().await,
+            Store::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
@@ -279,6 +314,14 @@ fn create_private(path: &std::path::Path) -> std::io::Result<()> {
 }
 
 impl Tx {
+    /// Which engine this is.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Tx::Sqlite(_) => Backend::Sqlite,
+            Tx::Postgres(_) => Backend::Postgres,
+        }
+    }
+
     /// Makes the transaction's writes durable.
     pub async fn commit(self) -> Result<(), StoreError> {
         match self {
@@ -288,3 +331,6 @@ impl Tx {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,14 +1,17 @@
 //! The transactional outbox: a row per shipment change, written in the
-//! change's own transaction, claimed by a dispatcher under a lease, and
-//! marked done once every target has been attempted.
+//! change's own transaction with what its delivery needs, claimed by a
+//! dispatcher under a lease, and marked done once every target has been
+//! attempted.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::Shipment;
-use sqlx::AssertSqlSafe;
 
-use super::{Backend, Store, StoreError, Tx, now, on_pool, on_tx};
+use super::{Backend, Store, StoreError, Tx, now};
 
-/// A change waiting to be delivered.
+/// A claimed change, with what its delivery needs.
 #[derive(Debug, Clone, sqlx::FromRow)]
 #[allow(missing_docs)]
 pub struct OutboxRow {
@@ -19,10 +22,29 @@ pub struct OutboxRow {
     pub version: i64,
     /// The shipment's JSON at that change: the delivery body, byte for byte.
     pub payload: String,
+    /// The shipment's own `webhook_url` at that change, if it had one.
+    pub webhook_url: Option<String>,
+    /// The sealed shipment signing key that signs the delivery to
+    /// `webhook_url`, when the merchant has one.
+    pub signing_key_sealed: Option<String>,
+    /// Deliveries already logged for this row: more than zero only when a
+    /// process died before it marked the row done.
+    pub attempts: i64,
+}
+
+impl OutboxRow {
+    /// The delivery to the shipment's own `webhook_url`, if it had one.
+    fn own_target(&self) -> Option<Target> {
+        Some(Target {
+            webhook_id: None,
+            url: self.webhook_url.clone()?,
+            signing_key_sealed: self.signing_key_sealed.clone(),
+        })
+    }
 }
 
 /// Where one change goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Target {
     /// The registered webhook, or `None` for the shipment's own `webhook_url`.
     pub webhook_id: Option<i64>,
@@ -46,7 +68,7 @@ pub struct Attempt {
 }
 
 /// Age and count of the rows not yet delivered.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, sqlx::FromRow)]
 pub struct Backlog {
     /// Rows not done.
     pub depth: i64,
@@ -55,6 +77,11 @@ pub struct Backlog {
 }
 
 /// Writes the outbox row for a change, inside the change's transaction.
+///
+/// It captures the shipment's own URL and whose shipment signing key signs
+/// the delivery to it, so the dispatcher need not read the shipment back.
+/// The key is referenced, not copied: a key rotated before the delivery
+/// leaves signs it with the new key, as receivers expect.
 pub(crate) async fn enqueue(
     tx: &mut Tx,
     shipment_id: i64,
@@ -62,20 +89,52 @@ pub(crate) async fn enqueue(
     shipment: &Shipment,
 ) -> Result<(), StoreError> {
     let payload = serde_json::to_string(shipment).expect("shipments serialize");
-    let sql = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, created_at) \
-               VALUES ($1, $2, $3, $4, $5, $6)";
-    on_tx!(tx, |conn| sqlx::query(sql)
+    let sql = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
+               webhook_url, signing_key_merchant_id, created_at) \
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+    tx.query(sql)
         .bind(shipment_id)
         .bind(merchant_id)
-        .bind(&shipment.code)
+        .bind(shipment.code.as_str())
         .bind(shipment.version)
-        .bind(&payload)
+        .bind(payload)
+        .bind(shipment.webhook_url.as_deref())
+        .bind(merchant_id)
         .bind(now())
-        .execute(conn)
-        .await
-        .map(|r| r.rows_affected()))?;
+        .execute()
+        .await?;
     Ok(())
 }
+
+/// The claim of [`Store::claim_outbox`], with `$lock` after the `LIMIT`
+/// (the only part that differs between the engines). A row written before
+/// the outbox captured its delivery (its `signing_key_merchant_id` is NULL)
+/// gets its URL from the shipment here, in the same statement.
+macro_rules! claim_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE outbox SET claimed_by = $1, claimed_until = $2 WHERE id IN (",
+            "SELECT o.id FROM outbox o ",
+            "WHERE o.done_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until < $3) ",
+            "AND o.id = (SELECT MIN(e.id) FROM outbox e ",
+            "WHERE e.shipment_id = o.shipment_id AND e.done_at IS NULL) ",
+            "ORDER BY o.id LIMIT $4",
+            $lock,
+            ") RETURNING id, shipment_id, merchant_id, shipment_code, version, payload, ",
+            "CASE WHEN outbox.signing_key_merchant_id IS NULL ",
+            "THEN (SELECT s.webhook_url FROM shipments s WHERE s.id = outbox.shipment_id) ",
+            "ELSE outbox.webhook_url END AS webhook_url, ",
+            "(SELECT k.signing_key_encrypted FROM shipment_signing_keys k WHERE k.merchant_id = ",
+            "COALESCE(outbox.signing_key_merchant_id, outbox.merchant_id)) AS signing_key_sealed, ",
+            "(SELECT COUNT(*) FROM webhook_deliveries d WHERE d.outbox_id = outbox.id) AS attempts",
+        )
+    };
+}
+
+/// SQLite has no row locks: its claim runs in an immediate transaction.
+const CLAIM_SQLITE: &str = claim_sql!("");
+/// PostgreSQL skips the rows other processes are claiming.
+const CLAIM_POSTGRES: &str = claim_sql!(" FOR UPDATE SKIP LOCKED");
 
 impl Store {
     /// Claims up to `limit` rows for `worker` until now + `lease`, and
@@ -93,83 +152,79 @@ impl Store {
     /// EXISTS` on purpose: PostgreSQL turns `NOT EXISTS` into an anti-join
     /// whose plan depends on statistics, and a plan cached while the outbox
     /// was small went quadratic once a burst left 20k rows waiting; the
-    /// scalar subquery stays one index probe per candidate row.
+    /// scalar subquery stays one index probe per candidate row. So are the
+    /// signing key and the count of earlier attempts it returns per row.
     pub async fn claim_outbox(
         &self,
         worker: &str,
         lease: Duration,
         limit: u32,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let lock = match self.backend() {
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            Backend::Sqlite => "",
+        let sql = match self.backend() {
+            Backend::Sqlite => CLAIM_SQLITE,
+            Backend::Postgres => CLAIM_POSTGRES,
         };
-        let sql = format!(
-            "UPDATE outbox SET claimed_by = $1, claimed_until = $2 WHERE id IN (\
-               SELECT o.id FROM outbox o \
-               WHERE o.done_at IS NULL AND (o.claimed_until IS NULL OR o.claimed_until < $3) \
-               AND o.id = (SELECT MIN(e.id) FROM outbox e \
-                           WHERE e.shipment_id = o.shipment_id AND e.done_at IS NULL) \
-               ORDER BY o.id LIMIT {limit}{lock}) \
-             RETURNING id, shipment_id, merchant_id, shipment_code, version, payload"
-        );
         let at = now();
         let mut tx = self.begin().await?;
-        let mut rows: Vec<OutboxRow> =
-            on_tx!(&mut tx, |conn| sqlx::query_as(AssertSqlSafe(sql.clone()))
-                .bind(worker)
-                .bind(at + lease)
-                .bind(at)
-                .fetch_all(conn)
-                .await)?;
+        let mut rows: Vec<OutboxRow> = tx
+            .query(sql)
+            .bind(worker)
+            .bind(at + lease)
+            .bind(at)
+            .bind(i64::from(limit))
+            .fetch_all()
+            .await?;
         tx.commit().await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
     }
 
-    /// Every place a change goes: the merchant's active webhooks, then the
-    /// shipment's own `webhook_url` with the shipment signing key.
-    pub async fn outbox_targets(&self, row: &OutboxRow) -> Result<Vec<Target>, StoreError> {
-        let hooks = "SELECT id, url, signing_key_encrypted FROM webhooks \
-                     WHERE merchant_id = $1 AND active ORDER BY id";
-        let own = "SELECT s.webhook_url, k.signing_key_encrypted FROM shipments s \
-                   LEFT JOIN shipment_signing_keys k ON k.merchant_id = s.merchant_id \
-                   WHERE s.id = $1";
-        let registered: Vec<(i64, String, String)> = on_pool!(self, |pool| sqlx::query_as(hooks)
-            .bind(row.merchant_id)
-            .fetch_all(pool)
-            .await)?;
-        let shipment: Option<(Option<String>, Option<String>)> =
-            on_pool!(self, |pool| sqlx::query_as(own)
-                .bind(row.shipment_id)
-                .fetch_optional(pool)
-                .await)?;
-        let mut targets: Vec<Target> = registered
-            .into_iter()
-            .map(|(id, url, key)| Target {
-                webhook_id: Some(id),
-                url,
-                signing_key_sealed: Some(key),
-            })
-            .collect();
-        if let Some((Some(url), key)) = shipment {
-            targets.push(Target {
-                webhook_id: None,
-                url,
-                signing_key_sealed: key,
-            });
+    /// Every place each claimed row goes, in the order of `rows`: its
+    /// merchant's active webhooks, then the shipment's own `webhook_url`
+    /// with the shipment signing key; less the URLs a process that died
+    /// already attempted for that row, so a re-claim does not send them
+    /// twice.
+    ///
+    /// A merchant's webhooks are read once for the whole batch, however
+    /// many of its rows the batch holds; attempted URLs only for the rarely
+    /// re-claimed rows that have some.
+    pub async fn outbox_targets(&self, rows: &[OutboxRow]) -> Result<Vec<Vec<Target>>, StoreError> {
+        let mut webhooks: HashMap<i64, Vec<Target>> = HashMap::new();
+        for row in rows {
+            if let Entry::Vacant(merchant) = webhooks.entry(row.merchant_id) {
+                merchant.insert(self.active_webhooks(row.merchant_id).await?);
+            }
+        }
+        let mut targets = Vec::with_capacity(rows.len());
+        for row in rows {
+            let attempted = if row.attempts > 0 {
+                self.attempted_urls(row.id).await?
+            } else {
+                Vec::new()
+            };
+            let registered = webhooks.get(&row.merchant_id).into_iter().flatten();
+            targets.push(
+                registered
+                    .cloned()
+                    .chain(row.own_target())
+                    .filter(|t| !attempted.contains(&t.url))
+                    .collect(),
+            );
         }
         Ok(targets)
     }
 
-    /// URLs already attempted for a row (by a process that died before it
-    /// marked the row done), so a re-claim does not send them twice.
-    pub async fn attempted_urls(&self, outbox_id: i64) -> Result<Vec<String>, StoreError> {
+    /// The merchant's active webhooks as targets, oldest first.
+    async fn active_webhooks(&self, merchant_id: i64) -> Result<Vec<Target>, StoreError> {
+        let sql = "SELECT id AS webhook_id, url, signing_key_encrypted AS signing_key_sealed \
+                   FROM webhooks WHERE merchant_id = $1 AND active ORDER BY id";
+        Ok(self.query(sql).bind(merchant_id).fetch_all().await?)
+    }
+
+    /// URLs already attempted for a row.
+    async fn attempted_urls(&self, outbox_id: i64) -> Result<Vec<String>, StoreError> {
         let sql = "SELECT url FROM webhook_deliveries WHERE outbox_id = $1";
-        Ok(on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(outbox_id)
-            .fetch_all(pool)
-            .await)?)
+        Ok(self.query(sql).bind(outbox_id).scalars().await?)
     }
 
     /// Logs one attempt. A second record for the same row and URL is ignored.
@@ -183,40 +238,38 @@ impl Store {
                    shipment_code, version, status_code, error, duration_ms, delivered_at) \
                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                    ON CONFLICT (outbox_id, url) DO NOTHING";
-        on_pool!(self, |pool| sqlx::query(sql)
+        self.query(sql)
             .bind(row.id)
             .bind(target.webhook_id)
             .bind(row.merchant_id)
-            .bind(&target.url)
-            .bind(&row.shipment_code)
+            .bind(target.url.as_str())
+            .bind(row.shipment_code.as_str())
             .bind(row.version)
             .bind(attempt.status_code.map(i64::from))
-            .bind(&attempt.error)
+            .bind(attempt.error.as_deref())
             .bind(attempt.duration_ms)
             .bind(now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+            .execute()
+            .await?;
         Ok(())
     }
 
     /// Marks a row delivered, if `worker` still holds it.
     pub async fn finish_outbox(&self, id: i64, worker: &str) -> Result<(), StoreError> {
         let sql = "UPDATE outbox SET done_at = $1 WHERE id = $2 AND claimed_by = $3";
-        on_pool!(self, |pool| sqlx::query(sql)
+        self.query(sql)
             .bind(now())
             .bind(id)
             .bind(worker)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+            .execute()
+            .await?;
         Ok(())
     }
 
     /// How many rows wait, and since when (for `/metrics` and tests).
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
-        let sql = "SELECT COUNT(*), MIN(created_at) FROM outbox WHERE done_at IS NULL";
-        let (depth, oldest) = on_pool!(self, |pool| sqlx::query_as(sql).fetch_one(pool).await)?;
-        Ok(Backlog { depth, oldest })
+        let sql = "SELECT COUNT(*) AS depth, MIN(created_at) AS oldest FROM outbox \
+                   WHERE done_at IS NULL";
+        Ok(self.query(sql).fetch_one().await?)
     }
 }

@@ -3,12 +3,13 @@
 
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
-use shipment_sdk::model::{Shipment, Status};
-use sqlx::AssertSqlSafe;
+use shipment_sdk::model::{
+    CourierId, DriverId, MerchantId, Shipment, ShipmentCode, ShipmentId, Status,
+};
 
-use super::{Store, StoreError, Tx, classify, now, on_pool, on_tx, outbox};
+use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
-use crate::domain::code::ShipmentCode;
+use crate::domain::code;
 use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
 use crate::domain::validation::NewShipment;
@@ -18,19 +19,20 @@ mod list;
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
 /// A shipment's confirmation code, as deliver checks it.
-const CONFIRMATION_CODE: &str = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes WHERE shipment_id = $1";
+const CONFIRMATION_CODE: &str = "SELECT code_digest AS digest, expires_at, failed_attempts \
+                                 FROM confirmation_codes WHERE shipment_id = $1";
 /// [`CONFIRMATION_CODE`], with the row locked until the transaction ends.
-const CONFIRMATION_CODE_LOCKED: &str = "SELECT code_digest, expires_at, failed_attempts FROM confirmation_codes WHERE shipment_id = $1 FOR UPDATE";
-
-const COLUMNS: &str = "id, code, merchant_id, courier_company_id, status, assigned_driver_id, \
-    description, weight_kg, dimensions, items, start_address, end_address, total_fee_minor, \
-    webhook_url, version, rating, failure_reason, created_at, assigned_to_courier_at, \
-    assigned_to_driver_at, picked_up_at, delivered_at, failed_at, returned_at, cancelled_at, \
-    rated_at, updated_at";
+const CONFIRMATION_CODE_LOCKED: &str = "SELECT code_digest AS digest, expires_at, failed_attempts \
+                                        FROM confirmation_codes WHERE shipment_id = $1 FOR UPDATE";
+/// One shipment by code.
+const BY_CODE: &str = "SELECT * FROM shipments WHERE code = $1";
 
 /// A shipment row, as stored. Changes are decided on its wire form
 /// ([`ShipmentRecord::to_model`], by `domain::lifecycle`) and written back
 /// by [`Store::change_shipment`].
+///
+/// One field per column of `shipments`, read by name, so queries read it
+/// with `SELECT *` and `RETURNING *`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 #[allow(missing_docs)]
 pub struct ShipmentRecord {
@@ -82,36 +84,54 @@ impl ShipmentRecord {
             .rating
             .map(|r| u8::try_from(r).map_err(|_| corrupt("rating")))
             .transpose()?;
-        Ok(Shipment {
-            id: self.id,
-            code: self.code.clone(),
-            merchant_id: self.merchant_id,
-            status: self.status(),
-            courier_company_id: self.courier_company_id,
-            assigned_driver_id: self.assigned_driver_id,
-            description: self.description.clone(),
-            weight_kg,
-            dimensions: self.dimensions.clone(),
-            items,
-            start_address: self.start_address.clone(),
-            end_address: self.end_address.clone(),
-            total_fee: from_minor_units(self.total_fee_minor),
-            webhook_url: self.webhook_url.clone(),
-            version: self.version,
-            rating,
-            failure_reason: self.failure_reason.clone(),
-            created_at: self.created_at,
-            assigned_to_courier_at: self.assigned_to_courier_at,
-            assigned_to_driver_at: self.assigned_to_driver_at,
-            picked_up_at: self.picked_up_at,
-            delivered_at: self.delivered_at,
-            failed_at: self.failed_at,
-            returned_at: self.returned_at,
-            cancelled_at: self.cancelled_at,
-            rated_at: self.rated_at,
-            updated_at: self.updated_at,
-        })
+        let code = ShipmentCode::parse(&self.code).map_err(|_| corrupt("code"))?;
+        let mut s = Shipment::new(
+            ShipmentId::new(self.id),
+            code,
+            MerchantId::new(self.merchant_id),
+            CourierId::new(self.courier_company_id),
+            from_minor_units(self.total_fee_minor),
+            self.created_at,
+        );
+        s.status = self.status();
+        s.assigned_driver_id = self.assigned_driver_id.map(DriverId::new);
+        s.description.clone_from(&self.description);
+        s.weight_kg = weight_kg;
+        s.dimensions.clone_from(&self.dimensions);
+        s.items = items;
+        s.start_address.clone_from(&self.start_address);
+        s.end_address.clone_from(&self.end_address);
+        s.webhook_url.clone_from(&self.webhook_url);
+        s.version = self.version;
+        s.rating = rating;
+        s.failure_reason.clone_from(&self.failure_reason);
+        s.assigned_to_courier_at = self.assigned_to_courier_at;
+        s.assigned_to_driver_at = self.assigned_to_driver_at;
+        s.picked_up_at = self.picked_up_at;
+        s.delivered_at = self.delivered_at;
+        s.failed_at = self.failed_at;
+        s.returned_at = self.returned_at;
+        s.cancelled_at = self.cancelled_at;
+        s.rated_at = self.rated_at;
+        s.updated_at = self.updated_at;
+        Ok(s)
     }
+}
+
+/// A create's earlier answer under the same `Idempotency-Key`.
+#[derive(sqlx::FromRow)]
+struct SeenKey {
+    request_digest: String,
+    response_body: String,
+    created_at: DateTime<Utc>,
+}
+
+/// A confirmation code as stored.
+#[derive(sqlx::FromRow)]
+struct CodeRow {
+    digest: String,
+    expires_at: DateTime<Utc>,
+    failed_attempts: i64,
 }
 
 /// Result of a create.
@@ -161,11 +181,7 @@ impl Actor {
 }
 
 async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM shipments WHERE code = $1");
-    Ok(on_tx!(tx, |conn| sqlx::query_as(AssertSqlSafe(sql))
-        .bind(code)
-        .fetch_optional(conn)
-        .await)?)
+    Ok(tx.query(BY_CODE).bind(code).fetch_optional().await?)
 }
 
 /// Writes back every mutable column if nobody changed the row since it was
@@ -175,12 +191,13 @@ async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool
         rating = $4, failure_reason = $5, assigned_to_courier_at = $6, assigned_to_driver_at = $7, \
         picked_up_at = $8, delivered_at = $9, failed_at = $10, returned_at = $11, \
         cancelled_at = $12, rated_at = $13, updated_at = $14 WHERE id = $15 AND version = $16";
-    let done = on_tx!(tx, |conn| sqlx::query(sql)
+    let done = tx
+        .query(sql)
         .bind(r.status.as_str())
-        .bind(r.assigned_driver_id)
+        .bind(r.assigned_driver_id.map(DriverId::get))
         .bind(r.version)
         .bind(r.rating.map(i64::from))
-        .bind(&r.failure_reason)
+        .bind(r.failure_reason.as_deref())
         .bind(r.assigned_to_courier_at)
         .bind(r.assigned_to_driver_at)
         .bind(r.picked_up_at)
@@ -190,11 +207,10 @@ async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool
         .bind(r.cancelled_at)
         .bind(r.rated_at)
         .bind(r.updated_at)
-        .bind(r.id)
+        .bind(r.id.get())
         .bind(read_version)
-        .execute(conn)
-        .await
-        .map(|r| r.rows_affected()))?;
+        .execute()
+        .await?;
     Ok(done == 1)
 }
 
@@ -210,20 +226,19 @@ async fn bump_count(
     delta: i64,
 ) -> Result<(), StoreError> {
     // SQLite has one writer at a time anyway: one row is enough there.
-    let shard = match tx {
-        Tx::Sqlite(_) => 0,
-        Tx::Postgres(_) => rand::random_range(0..COUNT_SHARDS),
+    let shard = match tx.backend() {
+        Backend::Sqlite => 0,
+        Backend::Postgres => rand::random_range(0..COUNT_SHARDS),
     };
     let sql = "INSERT INTO shipment_counts (merchant_id, status, shard, n) VALUES ($1, $2, $3, $4) \
                ON CONFLICT (merchant_id, status, shard) DO UPDATE SET n = shipment_counts.n + excluded.n";
-    on_tx!(tx, |conn| sqlx::query(sql)
+    tx.query(sql)
         .bind(merchant_id)
         .bind(status)
         .bind(shard)
         .bind(delta)
-        .execute(conn)
-        .await
-        .map(|r| r.rows_affected()))?;
+        .execute()
+        .await?;
     Ok(())
 }
 
@@ -249,24 +264,22 @@ impl Store {
         idempotency: Option<(&str, &str)>,
     ) -> Result<Created, StoreError> {
         let items = serde_json::to_string(&new.items).expect("strings serialize");
-        let mut last_conflict = None;
         for _ in 0..ATTEMPTS {
             let mut tx = self.begin().await?;
             let at = now();
             if let Some((key, digest)) = idempotency {
                 let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
                            WHERE merchant_id = $1 AND idem_key = $2";
-                let seen: Option<(String, String, DateTime<Utc>)> = on_tx!(&mut tx, |conn| {
-                    sqlx::query_as(sql)
-                        .bind(merchant_id)
-                        .bind(key)
-                        .fetch_optional(conn)
-                        .await
-                })?;
+                let seen: Option<SeenKey> = tx
+                    .query(sql)
+                    .bind(merchant_id)
+                    .bind(key)
+                    .fetch_optional()
+                    .await?;
                 match seen {
-                    Some((d, body, when)) if when > at - IDEMPOTENCY_WINDOW => {
-                        return Ok(if d == digest {
-                            Created::Replayed(body)
+                    Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
+                        return Ok(if seen.request_digest == digest {
+                            Created::Replayed(seen.response_body)
                         } else {
                             Created::KeyReused
                         });
@@ -274,48 +287,37 @@ impl Store {
                     Some(_) => {
                         let sql =
                             "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
-                        on_tx!(&mut tx, |conn| sqlx::query(sql)
-                            .bind(merchant_id)
-                            .bind(key)
-                            .execute(conn)
-                            .await
-                            .map(|r| r.rows_affected()))?;
+                        tx.query(sql).bind(merchant_id).bind(key).execute().await?;
                     }
                     None => {}
                 }
             }
-            let sql = format!(
-                "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
+            let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
                  description, weight_kg, dimensions, items, start_address, end_address, \
                  total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $13) \
-                 RETURNING {COLUMNS}"
-            );
-            let inserted: Result<ShipmentRecord, _> = on_tx!(&mut tx, |conn| {
-                sqlx::query_as(AssertSqlSafe(sql))
-                    .bind(ShipmentCode::generate().as_str())
-                    .bind(merchant_id)
-                    .bind(new.courier_company_id)
-                    .bind(Status::AssignedToCourier.as_str())
-                    .bind(&new.description)
-                    .bind(new.weight_kg.map(|w| w.to_string()))
-                    .bind(&new.dimensions)
-                    .bind(&items)
-                    .bind(&new.start_address)
-                    .bind(&new.end_address)
-                    .bind(total_fee_minor)
-                    .bind(&new.webhook_url)
-                    .bind(at)
-                    .fetch_one(conn)
-                    .await
-            });
-            let record = match inserted.map_err(classify) {
+                 RETURNING *";
+            let inserted = tx
+                .query(sql)
+                .bind(code::generate().as_str())
+                .bind(merchant_id)
+                .bind(new.courier_company_id)
+                .bind(Status::AssignedToCourier.as_str())
+                .bind(new.description.as_deref())
+                .bind(new.weight_kg.map(|w| w.to_string()))
+                .bind(new.dimensions.as_deref())
+                .bind(items.as_str())
+                .bind(new.start_address.as_deref())
+                .bind(new.end_address.as_deref())
+                .bind(total_fee_minor)
+                .bind(new.webhook_url.as_deref())
+                .bind(at)
+                .fetch_one::<ShipmentRecord>()
+                .await;
+            let record = match inserted.map_err(StoreError::from) {
                 Ok(r) => r,
                 // A code collision: dropping `tx` rolls back; try a new code.
-                Err(StoreError::Conflict(c)) => {
-                    last_conflict = Some(c);
-                    continue;
-                }
+                Err(StoreError::ShipmentCodeTaken) => continue,
                 Err(e) => return Err(e),
             };
             let shipment = record.to_model()?;
@@ -324,20 +326,22 @@ impl Store {
                 let sql = "INSERT INTO idempotency_keys \
                            (merchant_id, idem_key, request_digest, response_body, created_at) \
                            VALUES ($1, $2, $3, $4, $5)";
-                let stored = on_tx!(&mut tx, |conn| sqlx::query(sql)
+                let stored = tx
+                    .query(sql)
                     .bind(merchant_id)
                     .bind(key)
                     .bind(digest)
-                    .bind(&body)
+                    .bind(body)
                     .bind(at)
-                    .execute(conn)
-                    .await
-                    .map(|r| r.rows_affected()));
-                // A concurrent request with the same key won the race (only
-                // possible on PostgreSQL): retry, and the read above replays.
-                if let Err(StoreError::Conflict(c)) = stored.map_err(classify) {
-                    last_conflict = Some(c);
-                    continue;
+                    .execute()
+                    .await;
+                match stored.map_err(StoreError::from) {
+                    Ok(_) => {}
+                    // A concurrent request with the same key won the race
+                    // (only possible on PostgreSQL): retry, and the read
+                    // above replays its answer.
+                    Err(StoreError::IdempotencyKeyTaken) => continue,
+                    Err(e) => return Err(e),
                 }
             }
             bump_count(&mut tx, merchant_id, &record.status, 1).await?;
@@ -345,18 +349,12 @@ impl Store {
             tx.commit().await?;
             return Ok(Created::New(Box::new(shipment)));
         }
-        Err(StoreError::Conflict(last_conflict.unwrap_or_default()))
+        Err(StoreError::Contended("a new shipment".into()))
     }
 
     /// One shipment by code, if it exists.
     pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM shipments WHERE code = $1");
-        Ok(on_pool!(self, |pool| sqlx::query_as(AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(code)
-        .fetch_optional(pool)
-        .await)?)
+        Ok(self.query(BY_CODE).bind(code).fetch_optional().await?)
     }
 
     /// Reads a shipment, lets `decide` change it, and writes it back with
@@ -440,20 +438,14 @@ impl Store {
                 .await?;
                 if confirmation.is_some() {
                     let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
-                    on_tx!(&mut tx, |conn| sqlx::query(sql)
-                        .bind(record.id)
-                        .execute(conn)
-                        .await
-                        .map(|r| r.rows_affected()))?;
+                    tx.query(sql).bind(record.id).execute().await?;
                 }
                 outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
                 tx.commit().await?;
                 return Ok(Change::Done(shipment));
             }
         }
-        Err(StoreError::Conflict(format!(
-            "shipment {code} kept changing; try again"
-        )))
+        Err(StoreError::Contended(format!("shipment {code}")))
     }
 
     /// Stores a new confirmation code digest for the merchant's shipment,
@@ -480,14 +472,13 @@ impl Store {
                    VALUES ($1, $2, $3, 0, $4) ON CONFLICT (shipment_id) DO UPDATE SET \
                    code_digest = excluded.code_digest, expires_at = excluded.expires_at, \
                    failed_attempts = 0, created_at = excluded.created_at";
-        on_tx!(&mut tx, |conn| sqlx::query(sql)
+        tx.query(sql)
             .bind(record.id)
             .bind(code_digest)
             .bind(expires_at)
             .bind(now())
-            .execute(conn)
-            .await
-            .map(|r| r.rows_affected()))?;
+            .execute()
+            .await?;
         tx.commit().await?;
         Ok(Change::Done(()))
     }
@@ -501,33 +492,22 @@ async fn confirmation_code(
     tx: &mut Tx,
     shipment_id: i64,
 ) -> Result<Option<confirmation::StoredCode>, StoreError> {
-    let sql = match &*tx {
-        Tx::Sqlite(_) => CONFIRMATION_CODE,
-        Tx::Postgres(_) => CONFIRMATION_CODE_LOCKED,
+    let sql = match tx.backend() {
+        Backend::Sqlite => CONFIRMATION_CODE,
+        Backend::Postgres => CONFIRMATION_CODE_LOCKED,
     };
-    let row: Option<(String, DateTime<Utc>, i64)> = on_tx!(tx, |conn| {
-        sqlx::query_as(sql)
-            .bind(shipment_id)
-            .fetch_optional(conn)
-            .await
-    })?;
-    Ok(row.map(
-        |(digest, expires_at, failed_attempts)| confirmation::StoredCode {
-            digest,
-            expires_at,
-            failed_attempts,
-        },
-    ))
+    let row: Option<CodeRow> = tx.query(sql).bind(shipment_id).fetch_optional().await?;
+    Ok(row.map(|r| confirmation::StoredCode {
+        digest: r.digest,
+        expires_at: r.expires_at,
+        failed_attempts: r.failed_attempts,
+    }))
 }
 
 /// Counts a wrong confirmation code.
 async fn count_wrong_code(tx: &mut Tx, shipment_id: i64) -> Result<(), StoreError> {
     let sql = "UPDATE confirmation_codes SET failed_attempts = failed_attempts + 1 \
                WHERE shipment_id = $1";
-    on_tx!(tx, |conn| sqlx::query(sql)
-        .bind(shipment_id)
-        .execute(conn)
-        .await
-        .map(|r| r.rows_affected()))?;
+    tx.query(sql).bind(shipment_id).execute().await?;
     Ok(())
 }

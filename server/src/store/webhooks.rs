@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, classify, now, on_pool};
+use super::{Store, StoreError, now};
 
 /// A registered webhook as listed: never the signing key.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -29,42 +29,32 @@ pub struct DeliveryRecord {
     pub delivered_at: DateTime<Utc>,
 }
 
-const WEBHOOK_COLUMNS: &str = "id, url, active, created_at";
-
 impl Store {
-    /// Registers a webhook; `Conflict` when the merchant has this URL already.
+    /// Registers a webhook; [`StoreError::WebhookUrlTaken`] when the merchant
+    /// has this URL already.
     pub async fn create_webhook(
         &self,
         merchant_id: i64,
         url: &str,
         signing_key_sealed: &str,
     ) -> Result<WebhookInfo, StoreError> {
-        let sql = format!(
-            "INSERT INTO webhooks (merchant_id, url, signing_key_encrypted, active, created_at) \
-             VALUES ($1, $2, $3, TRUE, $4) RETURNING {WEBHOOK_COLUMNS}"
-        );
-        on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .bind(url)
-        .bind(signing_key_sealed)
-        .bind(now())
-        .fetch_one(pool)
-        .await)
-        .map_err(classify)
+        let sql = "INSERT INTO webhooks (merchant_id, url, signing_key_encrypted, active, created_at) \
+                   VALUES ($1, $2, $3, TRUE, $4) RETURNING id, url, active, created_at";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(url)
+            .bind(signing_key_sealed)
+            .bind(now())
+            .fetch_one()
+            .await?)
     }
 
     /// The merchant's webhooks, oldest first.
     pub async fn webhooks(&self, merchant_id: i64) -> Result<Vec<WebhookInfo>, StoreError> {
-        let sql =
-            format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE merchant_id = $1 ORDER BY id");
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .fetch_all(pool)
-        .await)?)
+        let sql = "SELECT id, url, active, created_at FROM webhooks \
+                   WHERE merchant_id = $1 ORDER BY id";
+        Ok(self.query(sql).bind(merchant_id).fetch_all().await?)
     }
 
     /// One of the merchant's webhooks.
@@ -73,15 +63,14 @@ impl Store {
         merchant_id: i64,
         id: i64,
     ) -> Result<Option<WebhookInfo>, StoreError> {
-        let sql =
-            format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE merchant_id = $1 AND id = $2");
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(merchant_id)
-        .bind(id)
-        .fetch_optional(pool)
-        .await)?)
+        let sql = "SELECT id, url, active, created_at FROM webhooks \
+                   WHERE merchant_id = $1 AND id = $2";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(id)
+            .fetch_optional()
+            .await?)
     }
 
     /// Turns a webhook on or off; `None` if the merchant has no such webhook.
@@ -91,18 +80,15 @@ impl Store {
         id: i64,
         active: bool,
     ) -> Result<Option<WebhookInfo>, StoreError> {
-        let sql = format!(
-            "UPDATE webhooks SET active = $1 WHERE merchant_id = $2 AND id = $3 \
-             RETURNING {WEBHOOK_COLUMNS}"
-        );
-        Ok(on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .bind(active)
-        .bind(merchant_id)
-        .bind(id)
-        .fetch_optional(pool)
-        .await)?)
+        let sql = "UPDATE webhooks SET active = $1 WHERE merchant_id = $2 AND id = $3 \
+                   RETURNING id, url, active, created_at";
+        Ok(self
+            .query(sql)
+            .bind(active)
+            .bind(merchant_id)
+            .bind(id)
+            .fetch_optional()
+            .await?)
     }
 
     /// Deletes a webhook (its delivery log stays, detached); `false` if the
@@ -112,19 +98,17 @@ impl Store {
                       AND merchant_id = $2";
         let delete = "DELETE FROM webhooks WHERE merchant_id = $1 AND id = $2";
         let mut tx = self.begin().await?;
-        let n = super::on_tx!(&mut tx, |conn| {
-            sqlx::query(detach)
-                .bind(id)
-                .bind(merchant_id)
-                .execute(&mut *conn)
-                .await?;
-            sqlx::query(delete)
-                .bind(merchant_id)
-                .bind(id)
-                .execute(&mut *conn)
-                .await
-                .map(|r| r.rows_affected())
-        })?;
+        tx.query(detach)
+            .bind(id)
+            .bind(merchant_id)
+            .execute()
+            .await?;
+        let n = tx
+            .query(delete)
+            .bind(merchant_id)
+            .bind(id)
+            .execute()
+            .await?;
         tx.commit().await?;
         Ok(n == 1)
     }
@@ -137,21 +121,17 @@ impl Store {
         offset: u64,
     ) -> Result<(Vec<DeliveryRecord>, u64), StoreError> {
         let count = "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1";
-        let page = format!(
-            "SELECT id, url, shipment_code, version, status_code, error, duration_ms, \
-             delivered_at FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC \
-             LIMIT {limit} OFFSET {offset}"
-        );
-        let total: i64 = on_pool!(self, |pool| sqlx::query_scalar(count)
+        let page = "SELECT id, url, shipment_code, version, status_code, error, duration_ms, \
+                    delivered_at FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC \
+                    LIMIT $2 OFFSET $3";
+        let total: i64 = self.query(count).bind(webhook_id).scalar().await?;
+        let rows = self
+            .query(page)
             .bind(webhook_id)
-            .fetch_one(pool)
-            .await)?;
-        let rows = on_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            page.clone()
-        ))
-        .bind(webhook_id)
-        .fetch_all(pool)
-        .await)?;
+            .bind(i64::from(limit))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all()
+            .await?;
         Ok((rows, u64::try_from(total).unwrap_or(0)))
     }
 
@@ -166,13 +146,12 @@ impl Store {
                    VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
                    signing_key_encrypted = excluded.signing_key_encrypted, \
                    created_at = excluded.created_at";
-        on_pool!(self, |pool| sqlx::query(sql)
+        self.query(sql)
             .bind(merchant_id)
             .bind(sealed)
             .bind(at)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+            .execute()
+            .await?;
         Ok(at)
     }
 
@@ -182,9 +161,6 @@ impl Store {
         merchant_id: i64,
     ) -> Result<Option<String>, StoreError> {
         let sql = "SELECT signing_key_encrypted FROM shipment_signing_keys WHERE merchant_id = $1";
-        Ok(on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(merchant_id)
-            .fetch_optional(pool)
-            .await)?)
+        Ok(self.query(sql).bind(merchant_id).scalar_optional().await?)
     }
 }

@@ -5,10 +5,9 @@
 //! failure is logged, not retried; receivers catch up with
 //! `GET /shipments?updated_after=...`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use std::collections::HashMap;
 
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
@@ -144,10 +143,10 @@ impl Dispatcher {
             if room > 0 {
                 let limit = u32::try_from(room).unwrap_or(u32::MAX).min(settings.batch);
                 match self.claim(limit).await {
-                    Ok(rows) => {
-                        claimed = rows.len();
-                        for row in rows {
-                            running.spawn(self.clone().deliver_row_logged(row));
+                    Ok(batch) => {
+                        claimed = batch.len();
+                        for (row, targets) in batch {
+                            running.spawn(self.clone().deliver_row_logged(row, targets));
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "outbox: cannot claim rows; will retry"),
@@ -167,15 +166,23 @@ impl Dispatcher {
         while running.join_next().await.is_some() {}
     }
 
-    async fn claim(&self, limit: u32) -> Result<Vec<OutboxRow>, StoreError> {
+    /// Claims up to `limit` rows, each with its targets (read for the
+    /// whole batch at once). If the targets cannot be read, the rows stay
+    /// claimed until their lease runs out, and another claim retries them.
+    async fn claim(&self, limit: u32) -> Result<Vec<(OutboxRow, Vec<Target>)>, StoreError> {
         let inner = &self.inner;
         let lease = chrono::Duration::from_std(inner.settings.lease)
             .unwrap_or(chrono::Duration::seconds(60));
-        inner.store.claim_outbox(&inner.worker, lease, limit).await
+        let rows = inner
+            .store
+            .claim_outbox(&inner.worker, lease, limit)
+            .await?;
+        let targets = inner.store.outbox_targets(&rows).await?;
+        Ok(rows.into_iter().zip(targets).collect())
     }
 
-    async fn deliver_row_logged(self, row: OutboxRow) {
-        if let Err(e) = self.deliver_row(&row).await {
+    async fn deliver_row_logged(self, row: OutboxRow, targets: Vec<Target>) {
+        if let Err(e) = self.deliver_row(&row, targets).await {
             // The lease runs out and another claim retries the row.
             tracing::warn!(outbox_id = row.id, error = %e, "outbox: row not finished");
         }
@@ -184,25 +191,19 @@ impl Dispatcher {
     /// Claims one batch, delivers it and waits for it; returns how many
     /// rows it handled. (Tests drive dispatchers with this.)
     pub async fn run_once(&self) -> Result<usize, StoreError> {
-        let rows = self.claim(self.inner.settings.batch).await?;
-        let n = rows.len();
+        let batch = self.claim(self.inner.settings.batch).await?;
+        let n = batch.len();
         let mut running = JoinSet::new();
-        for row in rows {
-            running.spawn(self.clone().deliver_row_logged(row));
+        for (row, targets) in batch {
+            running.spawn(self.clone().deliver_row_logged(row, targets));
         }
         while running.join_next().await.is_some() {}
         Ok(n)
     }
 
-    async fn deliver_row(&self, row: &OutboxRow) -> Result<(), StoreError> {
-        let store = &self.inner.store;
-        let done = store.attempted_urls(row.id).await?;
-        let targets: Vec<Target> = store
-            .outbox_targets(row)
-            .await?
-            .into_iter()
-            .filter(|t| !done.contains(&t.url))
-            .collect();
+    /// Sends one row to each of its targets at once, logs every attempt,
+    /// then marks the row done.
+    async fn deliver_row(&self, row: &OutboxRow, targets: Vec<Target>) -> Result<(), StoreError> {
         let mut sends = JoinSet::new();
         for target in targets {
             let this = self.clone();
@@ -221,7 +222,10 @@ impl Dispatcher {
                 Err(e) => tracing::error!(error = %e, "outbox: a delivery task failed"),
             }
         }
-        store.finish_outbox(row.id, &self.inner.worker).await
+        self.inner
+            .store
+            .finish_outbox(row.id, &self.inner.worker)
+            .await
     }
 
     /// The semaphore bounding requests to one URL.

@@ -97,7 +97,7 @@ async fn a_shipment_can_be_extracted_in_a_handler() {
     use webhook_verify::shipment::Shipment;
 
     async fn handle(VerifiedJson(shipment): VerifiedJson<Shipment>) -> String {
-        shipment.code
+        shipment.code.to_string()
     }
     let app = Router::new()
         .route("/", post(handle))

@@ -1,0 +1,188 @@
+//! One statement for both engines: [`Query`] binds its arguments for the
+//! engine the store holds and runs on its pool or on an open transaction.
+//!
+//! Why not functions generic over `sqlx::Database`: such a function has to
+//! restate `for<'q> i64: Encode<'q, DB> + Type<DB>` for every type it binds
+//! or reads, because Rust does not carry a trait's `where` clauses to the
+//! trait's users (a `trait Engine: Database where …` gathers nothing). Bounds
+//! on the values and rows themselves are carried, as supertraits: [`Value`]
+//! and [`Record`] say "both engines take this", once, and the engine is
+//! chosen by one `match` per way of running a statement, below. (sqlx's
+//! `Any` driver dispatches at run time too, but binds and decodes no
+//! `chrono` types, and the store's variants hold the engines' own pools.)
+
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{
+    Arguments, Encode, FromRow, PgConnection, PgPool, Postgres, Sqlite, SqliteConnection,
+    SqlitePool, Type,
+};
+
+use super::{Store, Tx};
+
+/// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
+/// `Option`s, …). `'v` is the value's own borrow: the engines copy it into
+/// their arguments, so it need not outlive the query.
+pub(crate) trait Value<'v>:
+    Encode<'v, Sqlite> + Type<Sqlite> + Encode<'v, Postgres> + Type<Postgres> + Send
+{
+}
+
+impl<'v, T> Value<'v> for T where
+    T: Encode<'v, Sqlite> + Type<Sqlite> + Encode<'v, Postgres> + Type<Postgres> + Send
+{
+}
+
+/// A row both engines can read: a `#[derive(sqlx::FromRow)]` struct, or a
+/// one-element tuple for [`Query::scalar`] and its kin.
+pub(crate) trait Record:
+    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+impl<T> Record for T where
+    T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+/// Where a statement runs, with its arguments encoded for that engine.
+enum On<'c> {
+    SqlitePool(&'c SqlitePool, SqliteArguments),
+    SqliteTx(&'c mut SqliteConnection, SqliteArguments),
+    PgPool(&'c PgPool, PgArguments),
+    PgTx(&'c mut PgConnection, PgArguments),
+}
+
+/// A statement with its arguments, bound to the store's pool or to a
+/// transaction; nothing runs until one of the `fetch…`/`execute` methods.
+#[must_use = "a query does nothing until it is run"]
+pub(crate) struct Query<'c> {
+    sql: &'static str,
+    on: On<'c>,
+    /// The first argument that failed to encode, reported when the query
+    /// runs (as sqlx's own `bind` does).
+    unbound: Option<BoxDynError>,
+}
+
+impl Store {
+    /// `sql` on the pool: each statement takes any free connection.
+    pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
+        let on = match self {
+            Store::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
+            Store::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
+        };
+        Query::new(sql, on)
+    }
+}
+
+impl Tx {
+    /// `sql` inside this transaction.
+    pub(crate) fn query(&mut self, sql: &'static str) -> Query<'_> {
+        let on = match self {
+            Tx::Sqlite(tx) => On::SqliteTx(tx, SqliteArguments::default()),
+            Tx::Postgres(tx) => On::PgTx(tx, PgArguments::default()),
+        };
+        Query::new(sql, on)
+    }
+}
+
+impl<'c> Query<'c> {
+    fn new(sql: &'static str, on: On<'c>) -> Query<'c> {
+        Query {
+            sql,
+            on,
+            unbound: None,
+        }
+    }
+
+    /// Binds the next parameter (`$1`, then `$2`, …).
+    pub(crate) fn bind<'v>(mut self, value: impl Value<'v>) -> Self {
+        let added = match &mut self.on {
+            On::SqlitePool(_, args) | On::SqliteTx(_, args) => Arguments::add(args, value),
+            On::PgPool(_, args) | On::PgTx(_, args) => Arguments::add(args, value),
+        };
+        if let Err(e) = added {
+            self.unbound.get_or_insert(e);
+        }
+        self
+    }
+
+    fn ready(self) -> sqlx::Result<(&'static str, On<'c>)> {
+        match self.unbound {
+            Some(e) => Err(sqlx::Error::Encode(e)),
+            None => Ok((self.sql, self.on)),
+        }
+    }
+
+    /// Runs a statement that returns no rows; how many rows it touched.
+    pub(crate) async fn execute(self) -> sqlx::Result<u64> {
+        let (sql, on) = self.ready()?;
+        let done = match on {
+            On::SqlitePool(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
+            On::SqliteTx(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
+            On::PgPool(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
+            On::PgTx(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
+        };
+        Ok(done)
+    }
+
+    /// The one row; [`sqlx::Error::RowNotFound`] if there is none.
+    pub(crate) async fn fetch_one<R: Record>(self) -> sqlx::Result<R> {
+        let (sql, on) = self.ready()?;
+        match on {
+            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
+            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
+            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
+            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
+        }
+    }
+
+    /// The first row, if any.
+    pub(crate) async fn fetch_optional<R: Record>(self) -> sqlx::Result<Option<R>> {
+        let (sql, on) = self.ready()?;
+        match on {
+            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
+            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
+            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
+            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
+        }
+    }
+
+    /// Every row.
+    pub(crate) async fn fetch_all<R: Record>(self) -> sqlx::Result<Vec<R>> {
+        let (sql, on) = self.ready()?;
+        match on {
+            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
+            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
+            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
+            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
+        }
+    }
+
+    /// The first column of the one row (a count, a `RETURNING id`).
+    pub(crate) async fn scalar<T>(self) -> sqlx::Result<T>
+    where
+        (T,): Record,
+    {
+        let (value,) = self.fetch_one::<(T,)>().await?;
+        Ok(value)
+    }
+
+    /// The first column of the first row, if any.
+    pub(crate) async fn scalar_optional<T>(self) -> sqlx::Result<Option<T>>
+    where
+        (T,): Record,
+    {
+        Ok(self.fetch_optional::<(T,)>().await?.map(|(value,)| value))
+    }
+
+    /// The first column of every row.
+    pub(crate) async fn scalars<T>(self) -> sqlx::Result<Vec<T>>
+    where
+        (T,): Record,
+    {
+        let rows = self.fetch_all::<(T,)>().await?;
+        Ok(rows.into_iter().map(|(value,)| value).collect())
+    }
+}

@@ -1,0 +1,265 @@
+//! The store on real engines: the unique-constraint mapping, and what the
+//! outbox captures and claims. Each check runs on SQLite, and on
+//! PostgreSQL when `TEST_DATABASE_URL` names a server.
+
+use std::mem::discriminant;
+
+use chrono::Duration;
+
+use super::{PoolSettings, Store, StoreError, now, unique_violation};
+
+/// Every unique constraint: its PostgreSQL name, SQLite's `table.column`s,
+/// and the variant it becomes.
+fn constraints() -> [(&'static str, &'static str, StoreError); 7] {
+    [
+        (
+            "merchants_email_key",
+            "merchants.email",
+            StoreError::EmailTaken,
+        ),
+        (
+            "shipments_code_key",
+            "shipments.code",
+            StoreError::ShipmentCodeTaken,
+        ),
+        (
+            "webhooks_merchant_id_url_key",
+            "webhooks.merchant_id, webhooks.url",
+            StoreError::WebhookUrlTaken,
+        ),
+        (
+            "idempotency_keys_pkey",
+            "idempotency_keys.merchant_id, idempotency_keys.idem_key",
+            StoreError::IdempotencyKeyTaken,
+        ),
+        (
+            "api_keys_key_digest_key",
+            "api_keys.key_digest",
+            StoreError::ApiKeyDigestTaken,
+        ),
+        (
+            "courier_keys_key_digest_key",
+            "courier_keys.key_digest",
+            StoreError::CourierKeyDigestTaken,
+        ),
+        (
+            "sessions_token_digest_key",
+            "sessions.token_digest",
+            StoreError::SessionTokenTaken,
+        ),
+    ]
+}
+
+fn same(got: &StoreError, expected: &StoreError) -> bool {
+    discriminant(got) == discriminant(expected)
+}
+
+#[test]
+fn each_unique_constraint_is_named_alike_on_both_engines() {
+    for (constraint, columns, expected) in constraints() {
+        let detail = "duplicate key value violates unique constraint";
+        let postgres = unique_violation(Some(constraint), detail);
+        let sqlite = unique_violation(None, &format!("UNIQUE constraint failed: {columns}"));
+        for got in [postgres, sqlite] {
+            let named = got.as_ref().is_some_and(|e| same(e, &expected));
+            assert!(named, "{constraint}: {got:?}");
+        }
+    }
+}
+
+#[test]
+fn an_unknown_unique_constraint_stays_a_database_error() {
+    assert!(unique_violation(Some("outbox_pkey"), "").is_none());
+    assert!(unique_violation(None, "UNIQUE constraint failed: outbox.id").is_none());
+    assert!(unique_violation(None, "database is locked").is_none());
+}
+
+/// Writes every row a unique constraint guards twice, on a real database,
+/// and checks the second write's error.
+async fn each_duplicate_is_named(store: &Store) {
+    let merchant = store
+        .create_merchant("Shop", "shop@example.com", "x")
+        .await
+        .unwrap();
+    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let at = now();
+    let inserts = [
+        "INSERT INTO merchants (name, email, password_hash, created_at) \
+         VALUES ('Again', 'shop@example.com', 'x', $3)",
+        "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
+         total_fee_minor, version, created_at, updated_at) \
+         VALUES ('SHP-0000-0000', $1, $2, 'assigned_to_courier', '[]', 0, 1, $3, $3)",
+        "INSERT INTO webhooks (merchant_id, url, signing_key_encrypted, active, created_at) \
+         VALUES ($1, 'https://example.com/hook', 'sealed', TRUE, $3)",
+        "INSERT INTO idempotency_keys \
+         (merchant_id, idem_key, request_digest, response_body, created_at) \
+         VALUES ($1, 'key', 'digest', '{}', $3)",
+        "INSERT INTO api_keys (merchant_id, name, prefix, last4, key_digest, created_at) \
+         VALUES ($1, 'k', 'sk_test_', 'abcd', 'digest', $3)",
+        "INSERT INTO courier_keys (courier_company_id, prefix, last4, key_digest, created_at) \
+         VALUES ($2, 'ck_test_', 'abcd', 'digest', $3)",
+        "INSERT INTO sessions (merchant_id, token_digest, created_at, expires_at) \
+         VALUES ($1, 'digest', $3, $3)",
+    ];
+    for (sql, (constraint, _, expected)) in inserts.into_iter().zip(constraints()) {
+        let insert = || async {
+            let q = store.query(sql).bind(merchant).bind(courier).bind(at);
+            q.execute().await.map_err(StoreError::from)
+        };
+        // The merchant is there already.
+        if constraint != "merchants_email_key" {
+            insert().await.unwrap();
+        }
+        let again = insert().await;
+        let named = again.as_ref().is_err_and(|e| same(e, &expected));
+        assert!(named, "{constraint}: {again:?}");
+    }
+}
+
+/// Runs `check` on a fresh, migrated database of each engine: SQLite in a
+/// temporary directory, and PostgreSQL next to `TEST_DATABASE_URL`'s, if
+/// it is set.
+async fn on_each_engine(check: impl AsyncFn(&Store)) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let store = Store::connect(&url, PoolSettings::default()).await.unwrap();
+    store.migrate().await.unwrap();
+    check(&store).await;
+    store.close().await;
+
+    let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
+        return;
+    };
+    let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+    let name = format!("store_{}", uuid::Uuid::new_v4().simple());
+    let admin_sql = async |sql: String| {
+        let sql = sqlx::AssertSqlSafe(sql);
+        sqlx::raw_sql(sql).execute(&admin).await.unwrap();
+    };
+    admin_sql(format!("CREATE DATABASE {name}")).await;
+    let mut url = url::Url::parse(&admin_url).unwrap();
+    url.set_path(&name);
+    let store = Store::connect(url.as_str(), PoolSettings::default())
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    check(&store).await;
+    store.close().await;
+    admin_sql(format!("DROP DATABASE {name}")).await;
+}
+
+#[tokio::test]
+async fn each_engine_reports_each_unique_constraint() {
+    on_each_engine(each_duplicate_is_named).await;
+}
+
+/// A claimed row carries the shipment's own URL and signing key, captured
+/// at the change or, for a row written before the capture, read from the
+/// shipment; a re-claim leaves out the URLs already attempted.
+async fn claims_carry_what_delivery_needs(store: &Store) {
+    let merchant = store
+        .create_merchant("Shop", "shop@example.com", "x")
+        .await
+        .unwrap();
+    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    store
+        .set_shipment_signing_key(merchant, "key-1")
+        .await
+        .unwrap();
+    let hook = store
+        .create_webhook(merchant, "https://example.com/hook", "hook-key")
+        .await
+        .unwrap();
+    let shipment = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
+                    total_fee_minor, webhook_url, version, created_at, updated_at) \
+                    VALUES ($1, $2, $3, 'assigned_to_courier', '[]', 0, $4, 1, $5, $5) \
+                    RETURNING id";
+    let insert_shipment = async |code: &str, url: Option<&str>| -> i64 {
+        let q = store
+            .query(shipment)
+            .bind(code)
+            .bind(merchant)
+            .bind(courier);
+        q.bind(url).bind(now()).scalar().await.unwrap()
+    };
+    let own = insert_shipment("SHP-0000-0001", Some("https://example.com/own")).await;
+    let plain = insert_shipment("SHP-0000-0002", None).await;
+    let legacy = insert_shipment("SHP-0000-0003", Some("https://example.com/legacy")).await;
+    let outbox = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
+                  payload, webhook_url, signing_key_merchant_id, created_at) \
+                  VALUES ($1, $2, 'SHP', 1, '{}', $3, $4, $5)";
+    let enqueue = async |shipment: i64, url: Option<&str>, key: Option<i64>| {
+        let q = store.query(outbox).bind(shipment).bind(merchant).bind(url);
+        q.bind(key).bind(now()).execute().await.unwrap();
+    };
+    enqueue(own, Some("https://example.com/own"), Some(merchant)).await;
+    enqueue(plain, None, Some(merchant)).await;
+    // Written before the outbox captured anything: nothing to go on.
+    enqueue(legacy, None, None).await;
+
+    let lease = Duration::milliseconds(1);
+    let rows = store.claim_outbox("w1", lease, 10).await.unwrap();
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r.webhook_url.as_deref(), r.signing_key_sealed.as_deref()))
+        .collect();
+    let own_url = Some("https://example.com/own");
+    let legacy_url = Some("https://example.com/legacy");
+    assert_eq!(
+        got,
+        [
+            (own_url, Some("key-1")),
+            (None, Some("key-1")),
+            (legacy_url, Some("key-1"))
+        ]
+    );
+    let targets = store.outbox_targets(&rows).await.unwrap();
+    let urls: Vec<Vec<&str>> = targets
+        .iter()
+        .map(|t| t.iter().map(|t| t.url.as_str()).collect())
+        .collect();
+    let hook_url = "https://example.com/hook";
+    assert_eq!(
+        urls,
+        [
+            vec![hook_url, "https://example.com/own"],
+            vec![hook_url],
+            vec![hook_url, "https://example.com/legacy"],
+        ]
+    );
+    assert_eq!(targets[0][0].webhook_id, Some(hook.id));
+    assert_eq!(
+        targets[0][0].signing_key_sealed.as_deref(),
+        Some("hook-key")
+    );
+
+    // The first worker dies after one delivery of the first row; a key
+    // rotated since signs what is left.
+    let attempt = super::outbox::Attempt {
+        status_code: Some(200),
+        error: None,
+        duration_ms: 1,
+    };
+    let first = &targets[0][0];
+    store
+        .record_delivery(&rows[0], first, &attempt)
+        .await
+        .unwrap();
+    store
+        .set_shipment_signing_key(merchant, "key-2")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let again = store.claim_outbox("w2", lease, 10).await.unwrap();
+    assert_eq!(again.len(), 3);
+    assert_eq!(again[0].attempts, 1);
+    assert_eq!(again[0].signing_key_sealed.as_deref(), Some("key-2"));
+    let targets = store.outbox_targets(&again).await.unwrap();
+    let left: Vec<&str> = targets[0].iter().map(|t| t.url.as_str()).collect();
+    assert_eq!(left, ["https://example.com/own"]);
+}
+
+#[tokio::test]
+async fn each_engine_claims_what_delivery_needs() {
+    on_each_engine(claims_carry_what_delivery_needs).await;
+}
