@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rust_decimal::Decimal;
-use shipment_sdk::model::CreateShipment;
+use shipment_sdk::model::{CourierId, CreateShipment};
 use shipment_server::domain::fee::{self, Pricing};
 use shipment_server::domain::validation::NewShipment;
 use shipment_server::http::extract::parse_json;
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     // The weight kept is the weight a client reads back: it survives the
     // wire's JSON number exactly.
     if let Some(weight) = new.weight_kg {
-        let wire = serde_json::to_vec(&CreateShipment::new(1).weight_kg(weight)).unwrap();
+        let wire = serde_json::to_vec(&CreateShipment::new(CourierId::new(1)).weight_kg(weight)).unwrap();
         let back: CreateShipment = serde_json::from_slice(&wire).unwrap();
         assert_eq!(
             back.weight_kg,
