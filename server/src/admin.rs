@@ -72,6 +72,22 @@ pub enum AdminCommand {
         #[arg(long)]
         name: String,
     },
+    /// Apply a fixtures file (as `serve --fixtures`) and exit: make what it
+    /// declares and is missing, in one transaction; print how many records
+    /// of each kind were made (all 0 when the file was applied before).
+    ApplyFixtures {
+        /// The TOML file (format in the README, "Declared fixtures").
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+        /// Accept webhooks on loopback and private addresses, as a server
+        /// started with this flag would.
+        #[arg(long, env = "SHIPMENT_ALLOW_PRIVATE_WEBHOOK_TARGETS")]
+        allow_private_webhook_targets: bool,
+        /// Seals the signing keys: the same data key as the servers that
+        /// will sign with them.
+        #[command(flatten)]
+        data_key: crate::config::DataKeyArgs,
+    },
 }
 
 /// Output switches shared by the admin commands.
@@ -91,6 +107,9 @@ pub enum AdminError {
     /// The database refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A fixtures file was not applied.
+    #[error(transparent)]
+    Fixtures(#[from] crate::FixtureError),
 }
 
 /// Hashes a password with argon2id (off the async threads: it is slow on
@@ -214,6 +233,25 @@ impl AdminCommand {
                 }
                 let driver = store.create_driver(courier_id, &name).await?;
                 Ok(json!({ "driver_id": driver.id }))
+            }
+            AdminCommand::ApplyFixtures {
+                file,
+                allow_private_webhook_targets,
+                data_key,
+            } => {
+                let data_key = data_key
+                    .load()
+                    .map_err(|e| AdminError::Invalid(e.to_string()))?;
+                let state = crate::app::AppState::new(
+                    store.clone(),
+                    env,
+                    std::time::Duration::from_secs(30),
+                    data_key,
+                    allow_private_webhook_targets,
+                    std::sync::Arc::default(),
+                );
+                let created = crate::app::fixtures::apply_file(&state, &file).await?;
+                Ok(json!({ "applied": file.display().to_string(), "created": created }))
             }
         }
     }

@@ -252,6 +252,18 @@ pub struct Config {
     /// `X-Forwarded-Proto: https` (with that header it is marked anyway).
     #[arg(long, env = "SHIPMENT_DASHBOARD_SECURE_COOKIES")]
     pub dashboard_secure_cookies: bool,
+    /// Serve the test controls under /api/v1/testing (faults on a
+    /// merchant's next requests, advancing a shipment, duplicate webhook
+    /// deliveries) for a merchant's CI. Refused with `--environment
+    /// production`.
+    #[arg(long, env = "SHIPMENT_TEST_CONTROLS")]
+    pub test_controls: bool,
+    /// Apply this fixtures file (TOML: couriers with their keys and
+    /// drivers, merchants with their sign-in, API keys, linked couriers and
+    /// webhooks) before serving, idempotently; a malformed file, or one the
+    /// database disagrees with, stops the start naming the line.
+    #[arg(long, env = "SHIPMENT_FIXTURES", value_name = "FILE")]
+    pub fixtures: Option<PathBuf>,
 }
 
 impl Config {
@@ -281,6 +293,8 @@ impl Config {
             },
             dashboard_addr: None,
             dashboard_secure_cookies: false,
+            test_controls: false,
+            fixtures: None,
         }
     }
 

@@ -22,6 +22,7 @@ pub mod simulate;
 pub mod store;
 pub mod webhooks;
 
+pub use app::fixtures::{FixtureError, FixtureReport};
 pub use config::Config;
 
 /// Why the server could not start.
@@ -74,6 +75,15 @@ pub enum StartError {
     /// The HTTPS client for deliveries could not be built.
     #[error("cannot build the webhook client: {0}")]
     WebhookClient(reqwest::Error),
+    /// `--test-controls` on a production server.
+    #[error(
+        "--test-controls is refused with --environment production: it lets any merchant key \
+         make the server fail, stall and repeat itself; use it on a staging server"
+    )]
+    TestControlsInProduction,
+    /// `--fixtures FILE` could not be applied (nothing of it was).
+    #[error(transparent)]
+    Fixtures(#[from] FixtureError),
 }
 use store::Store;
 
@@ -93,6 +103,14 @@ pub struct Application {
 impl Application {
     /// Connects to the database, applies migrations and binds the address.
     pub async fn build(config: &Config) -> Result<Application, StartError> {
+        if config.test_controls
+            && config.environment.environment == domain::keys::Environment::Production
+        {
+            return Err(StartError::TestControlsInProduction);
+        }
+        let test_controls = config
+            .test_controls
+            .then(|| std::sync::Arc::new(app::testing::TestControls::default()));
         let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
         store.migrate().await?;
         let data_key = config.data_key.load()?;
@@ -102,7 +120,8 @@ impl Application {
             data_key.clone(),
             config.dispatch_settings()?,
         )?
-        .woken_by(outbox_signal.clone());
+        .woken_by(outbox_signal.clone())
+        .with_test_controls(test_controls.clone());
         let listener = bind(config.addr).await?;
         let metrics_listener = match config.metrics_addr {
             Some(addr) => Some(bind(addr).await?),
@@ -122,6 +141,10 @@ impl Application {
             outbox_signal,
         );
         state.dashboard_secure_cookies = config.dashboard_secure_cookies;
+        state.test_controls = test_controls;
+        if let Some(path) = &config.fixtures {
+            app::fixtures::apply_file(&state, path).await?;
+        }
         let dashboard = dashboard_listener.map(|l| {
             (
                 l,

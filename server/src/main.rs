@@ -53,6 +53,14 @@ enum Command {
         /// as a local receiver's own CA.
         #[arg(long, env = "SHIPMENT_WEBHOOK_CA_FILE")]
         webhook_ca_file: Option<std::path::PathBuf>,
+        /// Serve the test controls under /api/v1/testing, as `serve
+        /// --test-controls` does.
+        #[arg(long, env = "SHIPMENT_TEST_CONTROLS")]
+        test_controls: bool,
+        /// Apply this fixtures file before seeding the demo merchant, as
+        /// `serve --fixtures` does.
+        #[arg(long, env = "SHIPMENT_FIXTURES", value_name = "FILE")]
+        fixtures: Option<std::path::PathBuf>,
     },
     /// Print the OpenAPI 3.1 document of the API (the repository's
     /// `openapi.json` is this output).
@@ -116,10 +124,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database_url,
             simulate,
             webhook_ca_file,
+            test_controls,
+            fixtures,
         } => {
             let mut config = Config::local(&database_url);
             config.addr = addr;
             config.webhooks.webhook_ca_file = webhook_ca_file;
+            config.test_controls = test_controls;
+            config.fixtures = fixtures;
             // The demo database outlives the process, so its data key must too.
             config.data_key.data_key = None;
             config.data_key.data_key_file = "shipment-demo.key".into();

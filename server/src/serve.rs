@@ -54,6 +54,21 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// Closes the connection a request came on, without an answer (the test
+/// controls' `drop_connection` fault). [`serve`] puts one in the extensions
+/// of every request; after [`ConnectionCloser::close`], the connection's
+/// task drops the connection, and with it the request's handler, so the
+/// caller must not answer: it waits (`std::future::pending`) to be dropped.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionCloser(Arc<tokio::sync::Notify>);
+
+impl ConnectionCloser {
+    /// Asks the connection's task to close the connection now.
+    pub fn close(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` completes; then stops
 /// accepting, lets every connection finish the request it is on, and
 /// returns once all are closed.
@@ -95,7 +110,10 @@ pub async fn serve(
         });
         let router = app.clone();
         let in_service = watch.clone();
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let closer = ConnectionCloser::default();
+        let closing = closer.0.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(closer.clone());
             let busy = in_service.request_started();
             let router = router.clone();
             async move {
@@ -114,6 +132,9 @@ pub async fn serve(
                 }
                 why = watch.expired(limits) => {
                     tracing::debug!(reason = why, "closing a connection");
+                }
+                () = closing.notified() => {
+                    tracing::debug!("closing a connection without an answer, as a handler asked");
                 }
             }
             drop(permit);

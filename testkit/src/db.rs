@@ -14,6 +14,17 @@ pub enum Db {
     Postgres,
 }
 
+impl Db {
+    /// PostgreSQL when `TEST_DATABASE_URL` is set, SQLite otherwise.
+    pub fn from_env() -> Db {
+        if std::env::var_os(TEST_DATABASE_URL).is_some_and(|v| !v.is_empty()) {
+            Db::Postgres
+        } else {
+            Db::Sqlite
+        }
+    }
+}
+
 /// A new, empty database (no migrations run yet). Dropping it removes it: a
 /// SQLite file goes with its directory, a PostgreSQL database is dropped
 /// (`WITH (FORCE)`, so open connections do not keep it alive).

@@ -1,12 +1,56 @@
-//! The reference server in-process for tests: [`TestApp`] runs the real
-//! `shipment-server` on `127.0.0.1`, port 0, with a fresh database per test
-//! (SQLite in a temporary directory always; PostgreSQL when
-//! `TEST_DATABASE_URL` names a server whose user may create databases, each
-//! test getting its own, dropped when the test ends, even on failure), plus
-//! [`db_tests!`], which runs one test body on both.
+//! The reference server in-process, for tests: a free port, a fresh
+//! database, and typed access to everything a merchant's integration tests
+//! need.
 //!
-//! This is the one harness of the repository's own tests (the server's API
-//! tests, `shipctl`'s, and the end-to-end tests).
+//! # For a merchant's tests: [`TestServer`]
+//!
+//! Add the kit as a dev-dependency (and tokio with `macros` and
+//! `rt-multi-thread`):
+//!
+//! ```toml
+//! [dev-dependencies]
+//! shipment-testkit = { git = "https://example.invalid/shipments" }   # or a path
+//! ```
+//!
+//! [`TestServer::start`] runs the real `shipment-server` on
+//! `127.0.0.1:<free port>`, on SQLite in a temporary directory (or a
+//! PostgreSQL database of its own when `TEST_DATABASE_URL` names a server),
+//! with declared [`Fixtures`] (a merchant with an API key and password, a
+//! linked courier company with a driver, by default; any others from
+//! code), and its test controls on:
+//!
+//! - [`TestServer::sdk`]: a ready [`shipment_sdk::Client`];
+//! - [`TestServer::advance`]: a shipment moved through the real lifecycle
+//!   to any reachable state, with every delivery on the way;
+//! - [`TestServer::fault`]: the next matching requests answered 429/5xx,
+//!   delayed, or cut off, to test retries and `Retry-After`;
+//! - [`TestServer::duplicate_deliveries`]: deliveries sent twice, to prove a
+//!   receiver de-duplicates;
+//! - [`TestServer::webhook_inbox`]: an HTTPS receiver registered as a
+//!   webhook, whose deliveries arrive verified with `webhook-verify`.
+//!
+//! ```no_run
+//! use shipment_sdk::model::Status;
+//! use shipment_testkit::TestServer;
+//!
+//! #[tokio::test]
+//! async fn my_integration_sees_a_delivery() {
+//!     let server = TestServer::start().await;
+//!     let mut inbox = server.webhook_inbox().await;
+//!     let shipment = server.create_shipment().await; // or your code, with server.sdk()
+//!     server.advance(&shipment.code, Status::Delivered).await;
+//!     let seen = inbox.wait_for(&shipment.code, Status::Delivered).await;
+//!     assert_eq!(seen.shipment.code, shipment.code);
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! # For this repository's own tests: [`TestApp`] and [`db_tests!`]
+//!
+//! [`TestApp`] is the same server with direct access to its store, the
+//! fixtures most tests share ([`TestApp::fixture`]), and request helpers;
+//! [`db_tests!`] runs one test body on SQLite and on PostgreSQL. The
+//! server's API tests, `shipctl`'s and the end-to-end tests run on it.
 //!
 //! ```no_run
 //! # async fn run() {
@@ -28,10 +72,20 @@
 mod app;
 mod ca;
 mod db;
+mod fixtures;
+mod inbox;
+mod receiver;
+mod server;
 
 pub use app::{Fixture, TestApp, assert_problem, send};
 pub use ca::{LocalCa, ca};
 pub use db::{Db, FreshDb, TEST_DATABASE_URL};
+pub use fixtures::{
+    CourierFixture, DEFAULT_COURIER, DEFAULT_PASSWORD, Fixtures, MerchantFixture, new_signing_key,
+};
+pub use inbox::{DELIVERY_ID_HEADER, Delivery, WebhookInbox};
+pub use receiver::{Received, WAIT, WebhookReceiver};
+pub use server::{Fault, TestServer, TestServerBuilder};
 
 /// Runs each named `async fn(&TestApp)` once per backend:
 /// `db_tests!(creates_a_shipment)` makes the tests

@@ -95,7 +95,11 @@ pub async fn sign_in(
 }
 
 /// Runs argon2 off the async threads, at most one per core at a time.
-async fn check_password(state: &AppState, hash: String, password: String) -> Result<bool> {
+pub(super) async fn check_password(
+    state: &AppState,
+    hash: String,
+    password: String,
+) -> Result<bool> {
     let _permit = state
         .password_checks
         .acquire()
@@ -112,6 +116,24 @@ async fn check_password(state: &AppState, hash: String, password: String) -> Res
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Hashes a new password with argon2id as sign-in checks it (off the async
+/// threads, with the same limit as [`check_password`]).
+pub(super) async fn hash_password(state: &AppState, password: String) -> Result<String> {
+    use argon2::PasswordHasher;
+    let _permit = state
+        .password_checks
+        .acquire()
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    tokio::task::spawn_blocking(move || {
+        PasswordHasher::<PasswordHash>::hash_password(&Argon2::default(), password.as_bytes())
+            .map(|h| h.to_string())
+            .map_err(|e| Error::Internal(format!("cannot hash a password: {e}")))
+    })
+    .await
+    .map_err(|e| Error::Internal(e.to_string()))?
 }
 
 /// A valid argon2id hash of a random password, for unknown e-mails.

@@ -18,7 +18,9 @@ use crate::store::{Store, StoreError};
 pub mod api_keys;
 pub mod auth;
 pub mod couriers;
+pub mod fixtures;
 pub mod shipments;
+pub mod testing;
 pub mod webhooks;
 
 /// What every handler can reach.
@@ -43,6 +45,9 @@ pub struct AppState {
     /// Mark the dashboard's cookies `Secure` even when no proxy says the
     /// browser came over HTTPS.
     pub dashboard_secure_cookies: bool,
+    /// Faults and duplicate deliveries armed by merchants, when the server
+    /// runs with `--test-controls`; `None` otherwise.
+    pub test_controls: Option<Arc<testing::TestControls>>,
 }
 
 impl AppState {
@@ -65,6 +70,7 @@ impl AppState {
             password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
             outbox_signal,
             dashboard_secure_cookies: false,
+            test_controls: None,
         }
     }
 

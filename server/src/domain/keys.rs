@@ -106,6 +106,17 @@ pub fn shape(key: &str) -> Option<KeyShape> {
     ok.then_some(KeyShape { kind, environment })
 }
 
+/// Prefix of webhook signing keys (`whsec_` and [`SECRET_LEN`] base62).
+pub const SIGNING_KEY_PREFIX: &str = "whsec_";
+
+/// Whether `key` has the shape of a webhook signing key: `whsec_` followed
+/// by [`SECRET_LEN`] base62 characters, as the server makes them.
+pub fn is_signing_key(key: &str) -> bool {
+    key.strip_prefix(SIGNING_KEY_PREFIX).is_some_and(|secret| {
+        secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
 /// Hex SHA-256 of a high-entropy secret: what is stored instead of it.
 pub fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
@@ -149,6 +160,24 @@ mod tests {
             format!("sk_test_{body} "),
         ] {
             assert_eq!(shape(&key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn signing_keys_are_whsec_and_32_base62() {
+        let made = random_token(SIGNING_KEY_PREFIX);
+        assert!(is_signing_key(made.expose()));
+        let body = "a".repeat(32);
+        for bad in [
+            String::new(),
+            "whsec_".to_owned(),
+            format!("whsec_{}", "a".repeat(31)),
+            format!("whsec_{body}a"),
+            format!("whsec_{}-", "a".repeat(31)),
+            format!("whsec{body}"),
+            format!("sk_test_{body}"),
+        ] {
+            assert!(!is_signing_key(&bad), "{bad}");
         }
     }
 

@@ -154,6 +154,39 @@ pub fn rate(shipment: &mut Shipment, rating: u8, at: DateTime<Utc>) -> Result<bo
     Ok(true)
 }
 
+/// The shortest sequence of operations that moves a shipment from `from`
+/// to `to`, found by a breadth-first search over the table's status moves
+/// ([`apply`] answering [`Outcome::MoveTo`] another status); operations are
+/// tried in the order of [`Operation::ALL`], so the answer is always the
+/// same. Re-assigning a driver, rating and confirmation codes move nothing
+/// and are never part of it. `Some(vec![])` when the shipment is there
+/// already, `None` when no path leads there (from a final state, say).
+pub fn path(from: &Status, to: &Status) -> Option<Vec<Operation>> {
+    if from == to {
+        return Some(Vec::new());
+    }
+    let mut seen = vec![from.clone()];
+    let mut queue = std::collections::VecDeque::from([(from.clone(), Vec::new())]);
+    while let Some((status, steps)) = queue.pop_front() {
+        for op in Operation::ALL {
+            let Ok(Outcome::MoveTo(next)) = apply(&status, op) else {
+                continue;
+            };
+            if seen.contains(&next) {
+                continue;
+            }
+            let mut steps: Vec<Operation> = steps.clone();
+            steps.push(op);
+            if next == *to {
+                return Some(steps);
+            }
+            seen.push(next.clone());
+            queue.push_back((next, steps));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +388,57 @@ mod tests {
                     (S::Cancelled, Op::Cancel) | (S::Delivered, Op::Rate)
                 );
                 assert_eq!(ok, exception, "{status} + {}", op.name());
+            }
+        }
+    }
+
+    #[test]
+    fn paths_follow_the_table_and_stop_at_final_states() {
+        let from_new = |to: Status| path(&S::AssignedToCourier, &to);
+        assert_eq!(from_new(S::AssignedToCourier), Some(vec![]));
+        assert_eq!(from_new(S::AssignedToDriver), Some(vec![Op::AssignDriver]));
+        assert_eq!(
+            from_new(S::InTransit),
+            Some(vec![Op::AssignDriver, Op::Pickup])
+        );
+        assert_eq!(
+            from_new(S::Delivered),
+            Some(vec![Op::AssignDriver, Op::Pickup, Op::Deliver])
+        );
+        assert_eq!(
+            from_new(S::Failed),
+            Some(vec![Op::AssignDriver, Op::Pickup, Op::Fail])
+        );
+        assert_eq!(
+            from_new(S::Returned),
+            Some(vec![Op::AssignDriver, Op::Pickup, Op::Fail, Op::Return])
+        );
+        assert_eq!(from_new(S::Cancelled), Some(vec![Op::Cancel]));
+        assert_eq!(from_new(S::Pending), None, "nothing leads to pending");
+        assert_eq!(
+            path(&S::AssignedToDriver, &S::AssignedToCourier),
+            Some(vec![Op::UnassignDriver])
+        );
+        assert_eq!(
+            path(&S::Failed, &S::Delivered),
+            Some(vec![Op::Pickup, Op::Deliver])
+        );
+        assert_eq!(path(&S::Delivered, &S::InTransit), None);
+        assert_eq!(path(&S::Cancelled, &S::Delivered), None);
+        // Every path found is one the table allows, step by step.
+        for from in S::KNOWN {
+            for to in S::KNOWN {
+                let Some(steps) = path(&from, &to) else {
+                    continue;
+                };
+                let mut at = from.clone();
+                for op in steps {
+                    match apply(&at, op) {
+                        Ok(Outcome::MoveTo(next)) => at = next,
+                        other => panic!("{from} -> {to}: {op:?} gave {other:?}"),
+                    }
+                }
+                assert_eq!(at, to);
             }
         }
     }

@@ -5,6 +5,7 @@ pub mod code;
 pub mod confirmation;
 pub mod email;
 pub mod fee;
+pub mod fixtures;
 pub mod keys;
 pub mod lifecycle;
 pub mod list_query;

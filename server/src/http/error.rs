@@ -42,6 +42,12 @@ impl ApiError {
         self
     }
 
+    /// Sends `Retry-After: secs` with it.
+    pub fn with_retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after = Some(secs);
+        self
+    }
+
     /// 400 `invalid_json`.
     pub fn invalid_json(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, ProblemCode::InvalidJson, detail)

@@ -291,7 +291,11 @@ pub struct Courier {
 }
 
 /// Checks the `X-API-KEY` of a request against the keys of `expected` kind.
-async fn authenticate(parts: &Parts, state: &AppState, expected: KeyKind) -> Result<i64, ApiError> {
+pub(super) async fn authenticate(
+    parts: &Parts,
+    state: &AppState,
+    expected: KeyKind,
+) -> Result<i64, ApiError> {
     let Some(value) = parts.headers.get(API_KEY_HEADER) else {
         let detail = if parts.headers.contains_key(header::AUTHORIZATION) {
             "this route takes an API key in the X-API-KEY header, not an Authorization header"

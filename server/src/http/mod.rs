@@ -23,6 +23,7 @@ mod health;
 mod merchant_couriers;
 pub mod openapi;
 pub(crate) mod shipments;
+mod testing;
 pub(crate) mod webhooks;
 
 pub use error::ApiError;
@@ -46,6 +47,7 @@ pub(crate) fn router(state: AppState, with_metrics: bool, pages: Router<AppState
         .merge(api_keys::router())
         .merge(webhooks::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
+    let api = testing::mount(api, &state);
     let mut app = Router::new()
         .merge(health::router())
         .nest("/api/v1", api)

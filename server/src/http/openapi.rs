@@ -287,12 +287,21 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         super::webhooks::delete_webhook,
         super::webhooks::deliveries,
         super::webhooks::rotate_shipment_signing_key,
+        super::testing::arm_fault,
+        super::testing::disarm_faults,
+        super::testing::advance_shipment,
+        super::testing::duplicate_deliveries,
     ),
     modifiers(&Additions, &OptionalBodies),
     tags(
         (name = "shipments", description = "The merchant's shipments (X-API-KEY)"),
         (name = "courier", description = "The courier side (reference server only; courier keys)"),
         (name = "dashboard", description = "Sign-in, API keys and webhooks (Bearer)"),
+        (name = "testing", description = "Test controls for a merchant's CI (X-API-KEY): faults \
+                                          on its next requests, advancing a shipment, duplicate \
+                                          webhook deliveries. These routes exist only on a server \
+                                          started with `--test-controls` (never in production); \
+                                          elsewhere they answer 404."),
     )
 )]
 pub struct ApiDoc;

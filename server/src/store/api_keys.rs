@@ -3,8 +3,29 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, now};
+use super::{Store, StoreError, Tx, now};
 use crate::domain::keys::{self, Environment, KeyKind, Secret};
+
+const CREATE_API_KEY: &str = "INSERT INTO api_keys \
+                              (merchant_id, name, prefix, last4, key_digest, created_at) \
+                              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+const CREATE_COURIER_KEY: &str = "INSERT INTO courier_keys \
+                                  (courier_company_id, prefix, last4, key_digest, created_at) \
+                                  VALUES ($1, $2, $3, $4, $5) RETURNING id";
+
+/// Finds a key's owner by digest ([`Store::find_key`]).
+fn find_key_sql(kind: KeyKind) -> &'static str {
+    match kind {
+        KeyKind::Merchant => {
+            "SELECT id AS key_id, merchant_id AS owner_id, last_used_at \
+             FROM api_keys WHERE key_digest = $1"
+        }
+        KeyKind::Courier => {
+            "SELECT id AS key_id, courier_company_id AS owner_id, last_used_at \
+             FROM courier_keys WHERE key_digest = $1"
+        }
+    }
+}
 
 /// Who a presented key belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
@@ -49,10 +70,8 @@ impl Store {
         env: Environment,
     ) -> Result<NewKey, StoreError> {
         let key = keys::generate(KeyKind::Merchant, env);
-        let sql = "INSERT INTO api_keys (merchant_id, name, prefix, last4, key_digest, created_at) \
-                   VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
         let id = self
-            .query(sql)
+            .query(CREATE_API_KEY)
             .bind(merchant_id)
             .bind(name)
             .bind(KeyKind::Merchant.prefix(env))
@@ -71,10 +90,8 @@ impl Store {
         env: Environment,
     ) -> Result<NewKey, StoreError> {
         let key = keys::generate(KeyKind::Courier, env);
-        let sql = "INSERT INTO courier_keys (courier_company_id, prefix, last4, key_digest, created_at) \
-                   VALUES ($1, $2, $3, $4, $5) RETURNING id";
         let id = self
-            .query(sql)
+            .query(CREATE_COURIER_KEY)
             .bind(courier_id)
             .bind(KeyKind::Courier.prefix(env))
             .bind(keys::last4(key.expose()))
@@ -94,17 +111,11 @@ impl Store {
         kind: KeyKind,
         digest: &str,
     ) -> Result<Option<KeyOwner>, StoreError> {
-        let sql = match kind {
-            KeyKind::Merchant => {
-                "SELECT id AS key_id, merchant_id AS owner_id, last_used_at \
-                 FROM api_keys WHERE key_digest = $1"
-            }
-            KeyKind::Courier => {
-                "SELECT id AS key_id, courier_company_id AS owner_id, last_used_at \
-                 FROM courier_keys WHERE key_digest = $1"
-            }
-        };
-        Ok(self.query(sql).bind(digest).fetch_optional().await?)
+        Ok(self
+            .query(find_key_sql(kind))
+            .bind(digest)
+            .fetch_optional()
+            .await?)
     }
 
     /// Records that a key was used now.
@@ -178,5 +189,61 @@ impl Store {
             .ok_or_else(|| StoreError::Corrupt("a new API key vanished".into()))?;
         debug_assert_eq!(info.prefix, KeyKind::Merchant.prefix(env));
         Ok((info, new.key))
+    }
+}
+
+/// Keys of given values inside a transaction, for declared fixtures.
+impl Tx {
+    /// Finds the owner of a key by the digest of its value.
+    pub async fn find_key(
+        &mut self,
+        kind: KeyKind,
+        digest: &str,
+    ) -> Result<Option<KeyOwner>, StoreError> {
+        Ok(self
+            .query(find_key_sql(kind))
+            .bind(digest)
+            .fetch_optional()
+            .await?)
+    }
+
+    /// Stores a merchant API key of a value the caller chose (of `env`,
+    /// well formed: the caller checked it); only its digest is kept.
+    pub async fn create_api_key_of(
+        &mut self,
+        merchant_id: i64,
+        name: &str,
+        key: &Secret,
+        env: Environment,
+    ) -> Result<i64, StoreError> {
+        Ok(self
+            .query(CREATE_API_KEY)
+            .bind(merchant_id)
+            .bind(name)
+            .bind(KeyKind::Merchant.prefix(env))
+            .bind(keys::last4(key.expose()))
+            .bind(keys::digest(key.expose()))
+            .bind(now())
+            .scalar()
+            .await?)
+    }
+
+    /// Stores a courier key of a value the caller chose, as
+    /// [`Tx::create_api_key_of`] does.
+    pub async fn create_courier_key_of(
+        &mut self,
+        courier_id: i64,
+        key: &Secret,
+        env: Environment,
+    ) -> Result<i64, StoreError> {
+        Ok(self
+            .query(CREATE_COURIER_KEY)
+            .bind(courier_id)
+            .bind(KeyKind::Courier.prefix(env))
+            .bind(keys::last4(key.expose()))
+            .bind(keys::digest(key.expose()))
+            .bind(now())
+            .scalar()
+            .await?)
     }
 }

@@ -3,8 +3,31 @@
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{CourierCompany, CourierId};
 
-use super::{Store, StoreError, now};
+use super::{Store, StoreError, Tx, now};
 use crate::domain::fee::{Pricing, from_minor_units};
+
+const CREATE_COURIER: &str = "INSERT INTO courier_companies \
+                              (name, active, base_fee_minor, per_kg_minor, per_km_minor, created_at) \
+                              VALUES ($1, TRUE, $2, $3, $4, $5) RETURNING id";
+const LINK_COURIER: &str = "INSERT INTO merchant_couriers (merchant_id, courier_company_id, linked_at) \
+                            VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+const CREATE_DRIVER: &str = "INSERT INTO drivers (courier_company_id, name, created_at) \
+                             VALUES ($1, $2, $3) RETURNING id, courier_company_id, name, created_at";
+const DRIVERS: &str = "SELECT id, courier_company_id, name, created_at FROM drivers \
+                       WHERE courier_company_id = $1 ORDER BY id";
+
+/// A courier company's prices, as declared fixtures compare them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct CourierFees {
+    /// The company.
+    pub id: i64,
+    /// Fixed part of the fee, in minor units.
+    pub base_fee_minor: i64,
+    /// Per kilogram, in minor units.
+    pub per_kg_minor: i64,
+    /// Per kilometre, in minor units.
+    pub per_km_minor: i64,
+}
 
 /// A driver of a courier company.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -58,11 +81,8 @@ impl Store {
         per_kg_minor: i64,
         per_km_minor: i64,
     ) -> Result<i64, StoreError> {
-        let sql = "INSERT INTO courier_companies \
-                   (name, active, base_fee_minor, per_kg_minor, per_km_minor, created_at) \
-                   VALUES ($1, TRUE, $2, $3, $4, $5) RETURNING id";
         Ok(self
-            .query(sql)
+            .query(CREATE_COURIER)
             .bind(name)
             .bind(base_fee_minor)
             .bind(per_kg_minor)
@@ -74,9 +94,7 @@ impl Store {
 
     /// Links a courier company to a merchant (idempotent).
     pub async fn link_courier(&self, merchant_id: i64, courier_id: i64) -> Result<(), StoreError> {
-        let sql = "INSERT INTO merchant_couriers (merchant_id, courier_company_id, linked_at) \
-                   VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
-        self.query(sql)
+        self.query(LINK_COURIER)
             .bind(merchant_id)
             .bind(courier_id)
             .bind(now())
@@ -133,10 +151,8 @@ impl Store {
 
     /// Adds a driver to a courier company.
     pub async fn create_driver(&self, courier_id: i64, name: &str) -> Result<Driver, StoreError> {
-        let sql = "INSERT INTO drivers (courier_company_id, name, created_at) VALUES ($1, $2, $3) \
-                   RETURNING id, courier_company_id, name, created_at";
         Ok(self
-            .query(sql)
+            .query(CREATE_DRIVER)
             .bind(courier_id)
             .bind(name)
             .bind(now())
@@ -146,14 +162,72 @@ impl Store {
 
     /// The drivers of a courier company, by id.
     pub async fn drivers(&self, courier_id: i64) -> Result<Vec<Driver>, StoreError> {
-        let sql = "SELECT id, courier_company_id, name, created_at FROM drivers \
-                   WHERE courier_company_id = $1 ORDER BY id";
-        Ok(self.query(sql).bind(courier_id).fetch_all().await?)
+        Ok(self.query(DRIVERS).bind(courier_id).fetch_all().await?)
     }
 
     /// One driver, if it exists.
     pub async fn driver(&self, driver_id: i64) -> Result<Option<Driver>, StoreError> {
         let sql = "SELECT id, courier_company_id, name, created_at FROM drivers WHERE id = $1";
         Ok(self.query(sql).bind(driver_id).fetch_optional().await?)
+    }
+}
+
+/// The same writes inside a transaction, for declared fixtures.
+impl Tx {
+    /// The oldest courier company named exactly `name`, with its prices.
+    pub async fn courier_by_name(&mut self, name: &str) -> Result<Option<CourierFees>, StoreError> {
+        let sql = "SELECT id, base_fee_minor, per_kg_minor, per_km_minor FROM courier_companies \
+                   WHERE name = $1 ORDER BY id LIMIT 1";
+        Ok(self.query(sql).bind(name).fetch_optional().await?)
+    }
+
+    /// Adds a courier company with its prices in minor units.
+    pub async fn create_courier(&mut self, name: &str, fees: [i64; 3]) -> Result<i64, StoreError> {
+        let [base_fee, per_kg, per_km] = fees;
+        Ok(self
+            .query(CREATE_COURIER)
+            .bind(name)
+            .bind(base_fee)
+            .bind(per_kg)
+            .bind(per_km)
+            .bind(now())
+            .scalar()
+            .await?)
+    }
+
+    /// Links a courier company to a merchant; `false` if it was linked.
+    pub async fn link_courier(
+        &mut self,
+        merchant_id: i64,
+        courier_id: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self
+            .query(LINK_COURIER)
+            .bind(merchant_id)
+            .bind(courier_id)
+            .bind(now())
+            .execute()
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// The drivers of a courier company, by id.
+    pub async fn drivers(&mut self, courier_id: i64) -> Result<Vec<Driver>, StoreError> {
+        Ok(self.query(DRIVERS).bind(courier_id).fetch_all().await?)
+    }
+
+    /// Adds a driver to a courier company.
+    pub async fn create_driver(
+        &mut self,
+        courier_id: i64,
+        name: &str,
+    ) -> Result<Driver, StoreError> {
+        Ok(self
+            .query(CREATE_DRIVER)
+            .bind(courier_id)
+            .bind(name)
+            .bind(now())
+            .fetch_one()
+            .await?)
     }
 }

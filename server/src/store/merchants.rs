@@ -1,6 +1,20 @@
 //! Merchants: their accounts and how sign-in finds them.
 
-use super::{Store, StoreError, now};
+use super::{Store, StoreError, Tx, now};
+
+const CREATE_MERCHANT: &str = "INSERT INTO merchants (name, email, password_hash, created_at) \
+                               VALUES ($1, $2, $3, $4) RETURNING id";
+
+/// A merchant's account as declared fixtures compare it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Account {
+    /// The merchant's id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// The argon2id PHC string.
+    pub password_hash: String,
+}
 
 /// A merchant as sign-in needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -20,10 +34,8 @@ impl Store {
         email: &str,
         password_hash: &str,
     ) -> Result<i64, StoreError> {
-        let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
-                   VALUES ($1, $2, $3, $4) RETURNING id";
         Ok(self
-            .query(sql)
+            .query(CREATE_MERCHANT)
             .bind(name)
             .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
@@ -43,5 +55,31 @@ impl Store {
     pub async fn login(&self, email: &str) -> Result<Option<Login>, StoreError> {
         let sql = "SELECT id AS merchant_id, password_hash FROM merchants WHERE email = $1";
         Ok(self.query(sql).bind(email).fetch_optional().await?)
+    }
+}
+
+/// Accounts inside a transaction, for declared fixtures.
+impl Tx {
+    /// The merchant signing in with `email` (normalised), if any.
+    pub async fn merchant_by_email(&mut self, email: &str) -> Result<Option<Account>, StoreError> {
+        let sql = "SELECT id, name, password_hash FROM merchants WHERE email = $1";
+        Ok(self.query(sql).bind(email).fetch_optional().await?)
+    }
+
+    /// Adds a merchant, as [`Store::create_merchant`] does.
+    pub async fn create_merchant(
+        &mut self,
+        name: &str,
+        email: &str,
+        password_hash: &str,
+    ) -> Result<i64, StoreError> {
+        Ok(self
+            .query(CREATE_MERCHANT)
+            .bind(name)
+            .bind(crate::domain::email::normalize(email))
+            .bind(password_hash)
+            .bind(now())
+            .scalar()
+            .await?)
     }
 }

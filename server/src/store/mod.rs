@@ -3,12 +3,12 @@
 //! Every statement is written once, in SQL both engines understand (`$1`
 //! parameters, `RETURNING`), as a `&'static str` (two constants where the
 //! engines differ, as for `FOR UPDATE SKIP LOCKED`), and run through
-//! [`query::Query`] on whichever pool the URL chose, or on an open [`Tx`];
+//! `query::Query` on whichever pool the URL chose, or on an open [`Tx`];
 //! rows come back as `#[derive(sqlx::FromRow)]` structs. The shipment list,
 //! whose filters vary per request, is built with `sqlx::QueryBuilder`
 //! instead (`shipments/list.rs`). Every error passes
 //! through [`StoreError`]'s `From<sqlx::Error>`, which names the unique
-//! constraint a write ran into ([`unique_violation`]). Timestamps are
+//! constraint a write ran into (`unique_violation`). Timestamps are
 //! truncated to microseconds in Rust ([`now`]) so both engines store exactly
 //! what the API shows.
 
@@ -191,6 +191,9 @@ impl Store {
     /// Connects to `url` (creating a SQLite file if missing).
     pub async fn connect(url: &str, settings: PoolSettings) -> Result<Store, StoreError> {
         match Backend::of(url) {
+            Some(Backend::Sqlite) if matches!(url, "sqlite::memory:" | "sqlite://:memory:") => {
+                Ok(Store::Sqlite(connect_memory(settings).await?))
+            }
             Some(Backend::Sqlite) => {
                 let options = SqliteConnectOptions::from_str(url)?;
                 if !url.contains(":memory:") && !url.contains("mode=memory") {
@@ -282,6 +285,41 @@ impl Store {
     }
 }
 
+/// `sqlite::memory:`: one database in this process's memory, shared by
+/// every connection of the pool and by nothing else, gone when the pool
+/// closes. It is SQLite's `memdb` VFS under a unique name that starts with
+/// `/`, which the connections of one process share with SQLite's ordinary
+/// database locks: a writer (`BEGIN IMMEDIATE`) and readers take turns,
+/// waiting on the busy timeout, as on a file without WAL (sqlx's own
+/// `:memory:` is a shared cache instead, with table locks of its own). An
+/// in-memory database lives only while a connection to it is open, and the
+/// pool closes idle and old connections, so one is held outside the pool
+/// until the pool closes.
+async fn connect_memory(settings: PoolSettings) -> Result<SqlitePool, StoreError> {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    let name = format!("/shipment-server-{}", uuid::Uuid::new_v4().simple());
+    let options = SqliteConnectOptions::new()
+        .filename(name)
+        .vfs("memdb")
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Memory)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true);
+    let keeper = options.connect().await?;
+    let pool = SqlitePoolOptions::new()
+        .test_before_acquire(false)
+        .max_connections(settings.max_connections)
+        .acquire_timeout(settings.acquire_timeout)
+        .connect_with(options)
+        .await?;
+    let closed = pool.close_event();
+    tokio::spawn(async move {
+        closed.await;
+        let _ = keeper.close().await;
+    });
+    Ok(pool)
+}
+
 /// Creates an empty database file readable and writable by its owner only,
 /// if there is none: it holds password hashes, key digests and sealed
 /// signing keys. SQLite gives its `-wal` and `-shm` files the database
@@ -320,6 +358,21 @@ impl Tx {
             Tx::Sqlite(_) => Backend::Sqlite,
             Tx::Postgres(_) => Backend::Postgres,
         }
+    }
+
+    /// Holds the lock `id` until this transaction ends, so transactions
+    /// that take the same lock run one after another even where reading
+    /// first and writing after would race (declared fixtures): a PostgreSQL
+    /// advisory lock; on SQLite every write transaction is alone already
+    /// (begun `IMMEDIATE`).
+    pub async fn lock_exclusively(&mut self, id: i64) -> Result<(), StoreError> {
+        if let Tx::Postgres(_) = self {
+            self.query("SELECT pg_advisory_xact_lock($1)")
+                .bind(id)
+                .execute()
+                .await?;
+        }
+        Ok(())
     }
 
     /// Makes the transaction's writes durable.

@@ -3,7 +3,30 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, now};
+use super::{Store, StoreError, Tx, now};
+
+const CREATE_WEBHOOK: &str = "INSERT INTO webhooks \
+                              (merchant_id, url, signing_key_encrypted, active, created_at) \
+                              VALUES ($1, $2, $3, TRUE, $4) RETURNING id, url, active, created_at";
+const SET_SHIPMENT_SIGNING_KEY: &str = "INSERT INTO shipment_signing_keys \
+                                        (merchant_id, signing_key_encrypted, created_at) \
+                                        VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
+                                        signing_key_encrypted = excluded.signing_key_encrypted, \
+                                        created_at = excluded.created_at";
+const SHIPMENT_SIGNING_KEY: &str =
+    "SELECT signing_key_encrypted FROM shipment_signing_keys WHERE merchant_id = $1";
+
+/// A registered webhook with its sealed signing key, as declared fixtures
+/// compare it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SealedWebhook {
+    /// The webhook's id.
+    pub id: i64,
+    /// Whether deliveries go to it.
+    pub active: bool,
+    /// The signing key, sealed with the data key.
+    pub signing_key_encrypted: String,
+}
 
 /// A registered webhook as listed: never the signing key.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -38,10 +61,8 @@ impl Store {
         url: &str,
         signing_key_sealed: &str,
     ) -> Result<WebhookInfo, StoreError> {
-        let sql = "INSERT INTO webhooks (merchant_id, url, signing_key_encrypted, active, created_at) \
-                   VALUES ($1, $2, $3, TRUE, $4) RETURNING id, url, active, created_at";
         Ok(self
-            .query(sql)
+            .query(CREATE_WEBHOOK)
             .bind(merchant_id)
             .bind(url)
             .bind(signing_key_sealed)
@@ -142,11 +163,7 @@ impl Store {
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
         let at = now();
-        let sql = "INSERT INTO shipment_signing_keys (merchant_id, signing_key_encrypted, created_at) \
-                   VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
-                   signing_key_encrypted = excluded.signing_key_encrypted, \
-                   created_at = excluded.created_at";
-        self.query(sql)
+        self.query(SET_SHIPMENT_SIGNING_KEY)
             .bind(merchant_id)
             .bind(sealed)
             .bind(at)
@@ -160,7 +177,73 @@ impl Store {
         &self,
         merchant_id: i64,
     ) -> Result<Option<String>, StoreError> {
-        let sql = "SELECT signing_key_encrypted FROM shipment_signing_keys WHERE merchant_id = $1";
-        Ok(self.query(sql).bind(merchant_id).scalar_optional().await?)
+        Ok(self
+            .query(SHIPMENT_SIGNING_KEY)
+            .bind(merchant_id)
+            .scalar_optional()
+            .await?)
+    }
+}
+
+/// Webhooks and signing keys inside a transaction, for declared fixtures.
+impl Tx {
+    /// The merchant's webhook of this (normalised) URL, with its sealed key.
+    pub async fn webhook_by_url(
+        &mut self,
+        merchant_id: i64,
+        url: &str,
+    ) -> Result<Option<SealedWebhook>, StoreError> {
+        let sql = "SELECT id, active, signing_key_encrypted FROM webhooks \
+                   WHERE merchant_id = $1 AND url = $2";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(url)
+            .fetch_optional()
+            .await?)
+    }
+
+    /// Registers a webhook, as [`Store::create_webhook`] does.
+    pub async fn create_webhook(
+        &mut self,
+        merchant_id: i64,
+        url: &str,
+        signing_key_sealed: &str,
+    ) -> Result<WebhookInfo, StoreError> {
+        Ok(self
+            .query(CREATE_WEBHOOK)
+            .bind(merchant_id)
+            .bind(url)
+            .bind(signing_key_sealed)
+            .bind(now())
+            .fetch_one()
+            .await?)
+    }
+
+    /// The merchant's sealed shipment signing key, if one was created.
+    pub async fn shipment_signing_key(
+        &mut self,
+        merchant_id: i64,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .query(SHIPMENT_SIGNING_KEY)
+            .bind(merchant_id)
+            .scalar_optional()
+            .await?)
+    }
+
+    /// Creates or replaces the merchant's shipment signing key (sealed).
+    pub async fn set_shipment_signing_key(
+        &mut self,
+        merchant_id: i64,
+        sealed: &str,
+    ) -> Result<(), StoreError> {
+        self.query(SET_SHIPMENT_SIGNING_KEY)
+            .bind(merchant_id)
+            .bind(sealed)
+            .bind(now())
+            .execute()
+            .await?;
+        Ok(())
     }
 }

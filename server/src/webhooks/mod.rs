@@ -77,6 +77,8 @@ struct Inner {
     /// Rung after a change in this process; other processes' changes are
     /// found by polling.
     signal: Arc<Notify>,
+    /// With `--test-controls`: asked per delivery whether to send it twice.
+    test_controls: Option<Arc<crate::app::testing::TestControls>>,
 }
 
 impl Dispatcher {
@@ -110,6 +112,7 @@ impl Dispatcher {
                 settings,
                 per_target: std::sync::Mutex::default(),
                 signal: Arc::new(Notify::new()),
+                test_controls: None,
                 worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             }),
         })
@@ -122,6 +125,23 @@ impl Dispatcher {
         let inner = Arc::into_inner(self.inner).expect("woken_by is called before cloning");
         Dispatcher {
             inner: Arc::new(Inner { signal, ..inner }),
+        }
+    }
+
+    /// This dispatcher, sending a delivery twice (byte for byte, with the
+    /// same delivery id) when the test controls say so for its merchant.
+    #[must_use]
+    pub(crate) fn with_test_controls(
+        self,
+        test_controls: Option<Arc<crate::app::testing::TestControls>>,
+    ) -> Dispatcher {
+        let inner =
+            Arc::into_inner(self.inner).expect("with_test_controls is called before cloning");
+        Dispatcher {
+            inner: Arc::new(Inner {
+                test_controls,
+                ..inner
+            }),
         }
     }
 
@@ -249,9 +269,20 @@ impl Dispatcher {
     async fn send(&self, row: &OutboxRow, target: &Target) -> Attempt {
         let slot = self.slot(&target.url);
         let _permit = slot.acquire().await;
+        let twice = self
+            .inner
+            .test_controls
+            .as_ref()
+            .is_some_and(|c| c.take_duplicate(row.merchant_id));
         let started = Instant::now();
         let outcome = self.try_send(row, target).await;
         let elapsed = started.elapsed();
+        if twice {
+            // The same request again (same body, signature and delivery
+            // id); the log keeps the first attempt.
+            let again = self.try_send(row, target).await;
+            tracing::info!(outbox_id = row.id, url = %target.url, outcome = ?again, "webhook delivery sent again (test controls)");
+        }
         let duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
         let attempt = match outcome {
             Ok(status) if status < 400 => Attempt {

@@ -1,0 +1,549 @@
+//! Test controls (`--test-controls`): what a merchant's CI uses to make the
+//! server misbehave on purpose and to move shipments along without a
+//! courier. Faults on the merchant's next requests, advancing a shipment
+//! through the real lifecycle, and duplicated webhook deliveries.
+//!
+//! Faults and duplicates live in this process's memory ([`TestControls`],
+//! hung on [`AppState`] only when the flag is on): several processes on one
+//! database each keep their own, so a merchant arms the process its
+//! requests reach. Advancing is a series of real changes through the same
+//! use-cases as the courier's and merchant's routes, so every step bumps the
+//! version and fires its webhooks.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use shipment_sdk::model::{DriverId, Shipment, ShipmentCode, Status};
+
+use super::{AppState, Error, couriers, shipments};
+use crate::domain::FieldError;
+use crate::domain::lifecycle::{self, Operation};
+
+/// Most requests one fault may catch.
+pub const MAX_TIMES: u32 = 1000;
+/// Longest delay of a fault, in milliseconds.
+pub const MAX_DELAY_MS: u32 = 60_000;
+/// Largest `retry_after` of a fault, in seconds.
+pub const MAX_RETRY_AFTER: u32 = 86_400;
+/// Most faults one merchant may have armed at once.
+pub const MAX_FAULTS: usize = 100;
+/// Longest `path` of a fault, in bytes.
+pub const MAX_PATH: usize = 2048;
+/// The statuses a fault may answer with.
+pub const FAULT_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
+/// The name of the driver made for a courier company that has none when a
+/// shipment is advanced past `assigned_to_courier`.
+pub const TEST_DRIVER: &str = "Test driver";
+/// The reason a shipment advanced to `failed` carries.
+pub const FAILURE_REASON: &str = "test";
+
+/// Body of `POST /testing/faults`: which of the merchant's next requests
+/// to catch, and what to do to them. Exactly one of `status`, `delay_ms`
+/// and `drop_connection: true`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArmFault {
+    /// The HTTP method of the requests to catch (case-insensitive).
+    #[schema(
+        example = "POST",
+        min_length = 1,
+        max_length = 16,
+        pattern = "^[A-Za-z]+$"
+    )]
+    pub method: String,
+    /// The path under `/api/v1`, as the route template
+    /// (`/shipments/{code}`) or a concrete path (`/shipments/SHP-7K3M-Q9ZX`);
+    /// no query, nothing under `/testing`.
+    #[schema(
+        example = "/shipments",
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^/"
+    )]
+    pub path: String,
+    /// Answer with this status (and the problem body) instead of running the
+    /// request: 429, 500, 502, 503 or 504.
+    #[schema(schema_with = fault_status)]
+    pub status: Option<u16>,
+    /// With `status`: the `Retry-After` header, in seconds (0 to 86400).
+    #[schema(nullable = false, example = 1, minimum = 0, maximum = 86400)]
+    pub retry_after: Option<u32>,
+    /// Wait this many milliseconds (1 to 60000), then run the request.
+    #[schema(nullable = false, example = 1500, minimum = 1, maximum = 60000)]
+    pub delay_ms: Option<u32>,
+    /// `true`: close the connection without an answer.
+    #[schema(nullable = false)]
+    pub drop_connection: Option<bool>,
+    /// How many matching requests to catch, 1 to 1000 (default 1).
+    #[schema(nullable = false, example = 2, minimum = 1, maximum = 1000)]
+    pub times: Option<u32>,
+}
+
+/// The schema of [`ArmFault::status`]: one of [`FAULT_STATUSES`].
+fn fault_status() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .enum_values(Some(FAULT_STATUSES))
+        .description(Some(
+            "Answer with this status (and the problem body) instead of running the request",
+        ))
+        .examples([503])
+        .build()
+}
+
+/// An armed fault, as `POST /testing/faults` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Fault {
+    /// Its number in this server process.
+    #[schema(example = 1)]
+    pub id: u64,
+    /// The method it catches, upper case.
+    #[schema(example = "POST")]
+    pub method: String,
+    /// The path it catches, under `/api/v1`.
+    #[schema(example = "/shipments")]
+    pub path: String,
+    /// The status it answers with, or null.
+    #[schema(example = 503)]
+    pub status: Option<u16>,
+    /// The `Retry-After` it sends with `status`, or null.
+    #[schema(example = 1)]
+    pub retry_after: Option<u32>,
+    /// The delay in milliseconds, or null.
+    pub delay_ms: Option<u32>,
+    /// Whether it closes the connection without an answer.
+    pub drop_connection: bool,
+    /// Requests it still catches.
+    #[schema(example = 2)]
+    pub times: u32,
+}
+
+/// What a caught request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultAction {
+    /// This status instead of running the request.
+    Answer {
+        /// 429, 500, 502, 503 or 504.
+        status: u16,
+        /// The `Retry-After` seconds, if any.
+        retry_after: Option<u32>,
+    },
+    /// Run the request after this long.
+    Delay(Duration),
+    /// Close the connection without an answer.
+    DropConnection,
+}
+
+impl Fault {
+    fn action(&self) -> FaultAction {
+        match (self.status, self.delay_ms) {
+            (Some(status), _) => FaultAction::Answer {
+                status,
+                retry_after: self.retry_after,
+            },
+            (None, Some(ms)) => FaultAction::Delay(Duration::from_millis(u64::from(ms))),
+            (None, None) => FaultAction::DropConnection,
+        }
+    }
+
+    fn matches(&self, method: &str, template: Option<&str>, path: &str) -> bool {
+        self.method == method && (template == Some(self.path.as_str()) || self.path == path)
+    }
+}
+
+/// Body and answer of `POST /testing/webhooks/duplicates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DuplicateDeliveries {
+    /// How many of the merchant's next deliveries to send twice, 0 (none)
+    /// to 1000; replaces the count still pending.
+    #[schema(example = 1, minimum = 0, maximum = 1000)]
+    pub times: u32,
+}
+
+/// Body of `POST /testing/shipments/{code}/advance`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdvanceShipment {
+    /// The state to move the shipment to.
+    #[schema(example = "delivered")]
+    pub to: Status,
+}
+
+/// Why a test control did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum TestingError {
+    /// The server runs without `--test-controls`.
+    #[error("test controls are off: start the server with --test-controls")]
+    Disabled,
+    /// No series of lifecycle operations leads from the shipment's state to
+    /// the one asked for.
+    #[error(
+        "cannot advance a shipment that is {from} to {to}: no path of the lifecycle leads there \
+         (from {from} it reaches {reachable})"
+    )]
+    Unreachable {
+        /// The shipment's state.
+        from: Status,
+        /// The state asked for.
+        to: Status,
+        /// The states that can be reached from `from`, for the message.
+        reachable: String,
+    },
+    /// The merchant has [`MAX_FAULTS`] faults armed.
+    #[error(
+        "{MAX_FAULTS} faults are armed for this merchant already; disarm them with \
+         DELETE /testing/faults first"
+    )]
+    TooManyFaults,
+    /// A use-case refused or failed (a bad field, no such shipment, ...).
+    #[error(transparent)]
+    App(#[from] Error),
+}
+
+impl From<FieldError> for TestingError {
+    fn from(e: FieldError) -> Self {
+        TestingError::App(e.into())
+    }
+}
+
+/// The outcome of a test control.
+pub type Result<T, E = TestingError> = std::result::Result<T, E>;
+
+/// The armed faults and pending duplicate deliveries of every merchant, in
+/// this process's memory. One per server, shared by the HTTP layer (which
+/// arms faults and asks for them per request) and the webhook dispatcher
+/// (which asks per delivery whether to send it twice).
+#[derive(Debug, Default)]
+pub struct TestControls {
+    state: Mutex<Armed>,
+    /// Faults armed over all merchants, so requests pay nothing (not even
+    /// authentication) while there are none.
+    faults_armed: AtomicUsize,
+    /// Deliveries to duplicate over all merchants.
+    duplicates_armed: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Armed {
+    faults: HashMap<i64, Vec<Fault>>,
+    duplicates: HashMap<i64, u32>,
+}
+
+impl TestControls {
+    fn armed(&self) -> std::sync::MutexGuard<'_, Armed> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether any merchant has a fault armed.
+    pub fn any_faults(&self) -> bool {
+        self.faults_armed.load(Ordering::Acquire) > 0
+    }
+
+    /// Takes one use of the merchant's first armed fault (in arming order)
+    /// that matches the request, atomically: of two requests racing for the
+    /// last use, one gets it. A `drop_connection` fault only matches when
+    /// the request's connection can be dropped (`can_drop`).
+    pub fn take_fault(
+        &self,
+        merchant_id: i64,
+        method: &str,
+        template: Option<&str>,
+        path: &str,
+        can_drop: bool,
+    ) -> Option<FaultAction> {
+        let mut armed = self.armed();
+        let faults = armed.faults.get_mut(&merchant_id)?;
+        let index = faults
+            .iter()
+            .position(|f| f.matches(method, template, path) && (can_drop || !f.drop_connection))?;
+        let fault = &mut faults[index];
+        let action = fault.action();
+        fault.times -= 1;
+        if fault.times == 0 {
+            faults.remove(index);
+            self.faults_armed.fetch_sub(1, Ordering::AcqRel);
+            if faults.is_empty() {
+                armed.faults.remove(&merchant_id);
+            }
+        }
+        Some(action)
+    }
+
+    fn arm(&self, merchant_id: i64, mut fault: Fault) -> Result<Fault> {
+        let mut armed = self.armed();
+        let faults = armed.faults.entry(merchant_id).or_default();
+        if faults.len() >= MAX_FAULTS {
+            return Err(TestingError::TooManyFaults);
+        }
+        fault.id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        faults.push(fault.clone());
+        self.faults_armed.fetch_add(1, Ordering::AcqRel);
+        Ok(fault)
+    }
+
+    fn disarm(&self, merchant_id: i64) {
+        if let Some(faults) = self.armed().faults.remove(&merchant_id) {
+            self.faults_armed.fetch_sub(faults.len(), Ordering::AcqRel);
+        }
+    }
+
+    fn set_duplicates(&self, merchant_id: i64, times: u32) {
+        let mut armed = self.armed();
+        let before = if times == 0 {
+            armed.duplicates.remove(&merchant_id)
+        } else {
+            armed.duplicates.insert(merchant_id, times)
+        };
+        self.duplicates_armed
+            .fetch_sub(before.unwrap_or(0) as usize, Ordering::AcqRel);
+        self.duplicates_armed
+            .fetch_add(times as usize, Ordering::AcqRel);
+    }
+
+    /// Whether the next delivery of this merchant is to be sent twice;
+    /// takes one from the count if so.
+    pub fn take_duplicate(&self, merchant_id: i64) -> bool {
+        if self.duplicates_armed.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let mut armed = self.armed();
+        let Some(left) = armed.duplicates.get_mut(&merchant_id) else {
+            return false;
+        };
+        *left -= 1;
+        if *left == 0 {
+            armed.duplicates.remove(&merchant_id);
+        }
+        self.duplicates_armed.fetch_sub(1, Ordering::AcqRel);
+        true
+    }
+}
+
+fn controls(state: &AppState) -> Result<&TestControls> {
+    state.test_controls.as_deref().ok_or(TestingError::Disabled)
+}
+
+/// Checks a fault's body and arms it for the merchant.
+pub async fn arm_fault(state: &AppState, merchant_id: i64, request: ArmFault) -> Result<Fault> {
+    let controls = controls(state)?;
+    let fault = parse_fault(request)?;
+    controls.arm(merchant_id, fault)
+}
+
+/// Disarms every fault of the merchant.
+pub async fn disarm_faults(state: &AppState, merchant_id: i64) -> Result<()> {
+    controls(state)?.disarm(merchant_id);
+    Ok(())
+}
+
+/// Sends each of the merchant's next `times` deliveries twice.
+pub async fn duplicate_deliveries(
+    state: &AppState,
+    merchant_id: i64,
+    request: DuplicateDeliveries,
+) -> Result<DuplicateDeliveries> {
+    let controls = controls(state)?;
+    if request.times > MAX_TIMES {
+        return Err(
+            FieldError::invalid("times", format!("`times` must be 0 to {MAX_TIMES}")).into(),
+        );
+    }
+    controls.set_duplicates(merchant_id, request.times);
+    Ok(request)
+}
+
+/// The fault a body asks for, or the first thing wrong with it.
+fn parse_fault(r: ArmFault) -> Result<Fault, FieldError> {
+    let method = r.method.trim().to_ascii_uppercase();
+    if method.is_empty() || method.len() > 16 || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(FieldError::invalid(
+            "method",
+            "`method` is an HTTP method such as GET or POST",
+        ));
+    }
+    let path = r.path;
+    let path_error = |detail: &str| FieldError::invalid("path", detail);
+    if !path.starts_with('/') || path.len() > MAX_PATH {
+        return Err(path_error(
+            "`path` is a path under /api/v1 starting with `/`, such as /shipments or \
+             /shipments/{code}, at most 2048 bytes",
+        ));
+    }
+    if path.bytes().any(|b| b.is_ascii_control() || b == b' ') || path.contains(['?', '#']) {
+        return Err(path_error(
+            "`path` is a path without spaces, control characters, query or fragment",
+        ));
+    }
+    if path == "/api/v1" || path.starts_with("/api/v1/") {
+        return Err(path_error(
+            "`path` is relative to /api/v1: write /shipments, not /api/v1/shipments",
+        ));
+    }
+    if path == "/testing" || path.starts_with("/testing/") {
+        return Err(path_error(
+            "faults cannot catch the test controls' own routes",
+        ));
+    }
+    let times = r.times.unwrap_or(1);
+    if !(1..=MAX_TIMES).contains(&times) {
+        return Err(FieldError::invalid(
+            "times",
+            format!("`times` must be 1 to {MAX_TIMES}"),
+        ));
+    }
+    let drop_connection = r.drop_connection.unwrap_or(false);
+    let kinds = [
+        ("status", r.status.is_some()),
+        ("delay_ms", r.delay_ms.is_some()),
+        ("drop_connection", drop_connection),
+    ];
+    let mut given = kinds
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(name, _)| *name);
+    let one_kind = "a fault takes exactly one of `status`, `delay_ms` and `drop_connection: true`";
+    match (given.next(), given.next()) {
+        (None, _) => {
+            return Err(FieldError {
+                kind: crate::domain::FieldErrorKind::Missing,
+                field: "status".into(),
+                detail: one_kind.into(),
+            });
+        }
+        (Some(_), Some(second)) => return Err(FieldError::invalid(second, one_kind)),
+        (Some(_), None) => {}
+    }
+    if let Some(status) = r.status
+        && !FAULT_STATUSES.contains(&status)
+    {
+        return Err(FieldError::invalid(
+            "status",
+            "`status` must be 429, 500, 502, 503 or 504",
+        ));
+    }
+    if let Some(secs) = r.retry_after {
+        if r.status.is_none() {
+            return Err(FieldError::invalid(
+                "retry_after",
+                "`retry_after` goes with `status`",
+            ));
+        }
+        if secs > MAX_RETRY_AFTER {
+            return Err(FieldError::invalid(
+                "retry_after",
+                format!("`retry_after` must be 0 to {MAX_RETRY_AFTER} seconds"),
+            ));
+        }
+    }
+    if let Some(ms) = r.delay_ms
+        && !(1..=MAX_DELAY_MS).contains(&ms)
+    {
+        return Err(FieldError::invalid(
+            "delay_ms",
+            format!("`delay_ms` must be 1 to {MAX_DELAY_MS}"),
+        ));
+    }
+    Ok(Fault {
+        id: 0,
+        method,
+        path,
+        status: r.status,
+        retry_after: r.retry_after,
+        delay_ms: r.delay_ms,
+        drop_connection,
+        times,
+    })
+}
+
+/// Moves the merchant's shipment to `to` through the real lifecycle: the
+/// shortest path of [`lifecycle::path`], each step a change made by the
+/// same use-case as the courier's or the merchant's route (so each bumps
+/// the version and is delivered). The courier company's first driver is
+/// assigned (one named [`TEST_DRIVER`] is made if it has none), delivery
+/// skips the confirmation code, and a failure's reason is
+/// [`FAILURE_REASON`]. Already there: the shipment, unchanged.
+pub async fn advance_shipment(
+    state: &AppState,
+    merchant_id: i64,
+    code: &ShipmentCode,
+    to: &Status,
+) -> Result<Shipment> {
+    controls(state)?;
+    if !Status::KNOWN.contains(to) {
+        return Err(FieldError::invalid(
+            "to",
+            format!(
+                "`to` must be one of {}",
+                Status::KNOWN.map(|s| s.as_str().to_owned()).join(", ")
+            ),
+        )
+        .into());
+    }
+    let mut shipment = shipments::get_shipment(state, merchant_id, code).await?;
+    let from = shipment.status.clone();
+    let Some(steps) = lifecycle::path(&from, to) else {
+        let reachable: Vec<&str> = Status::KNOWN
+            .iter()
+            .filter(|s| **s != from && lifecycle::path(&from, s).is_some())
+            .map(Status::as_str)
+            .collect();
+        let reachable = if reachable.is_empty() {
+            "no other state".to_owned()
+        } else {
+            reachable.join(", ")
+        };
+        return Err(TestingError::Unreachable {
+            from,
+            to: to.clone(),
+            reachable,
+        });
+    };
+    let courier_id = shipment.courier_company_id.get();
+    for op in steps {
+        shipment = match op {
+            Operation::AssignDriver => {
+                let driver = first_driver(state, courier_id).await?;
+                shipments::assign_driver(state, courier_id, code, driver).await?
+            }
+            Operation::Fail => {
+                shipments::fail_shipment(state, courier_id, code, FAILURE_REASON).await?
+            }
+            Operation::Cancel => shipments::cancel_shipment(state, merchant_id, code).await?,
+            // Deliver goes the courier's way without the confirmation code.
+            Operation::UnassignDriver
+            | Operation::Pickup
+            | Operation::Deliver
+            | Operation::Return => {
+                shipments::courier_operation(state, courier_id, code, op).await?
+            }
+            Operation::Rate | Operation::GenerateConfirmationCode => {
+                return Err(Error::Internal(format!(
+                    "the lifecycle path holds {}, which moves nothing",
+                    op.name()
+                ))
+                .into());
+            }
+        };
+    }
+    Ok(shipment)
+}
+
+/// The courier company's first driver, made if it has none.
+async fn first_driver(state: &AppState, courier_id: i64) -> Result<DriverId> {
+    let drivers = couriers::list_drivers(state, courier_id).await?;
+    let driver = match drivers.into_iter().next() {
+        Some(driver) => driver,
+        None => couriers::create_driver(state, courier_id, TEST_DRIVER).await?,
+    };
+    Ok(DriverId::new(driver.id))
+}
+
+#[cfg(test)]
+mod tests;

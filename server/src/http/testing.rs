@@ -1,0 +1,227 @@
+//! The test controls' routes (`--test-controls` only; without the flag they
+//! do not exist): faults on the merchant's next requests, advancing a
+//! shipment, duplicate webhook deliveries; and the middleware that applies
+//! armed faults to the API's requests.
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use shipment_sdk::model::{ProblemCode, Shipment};
+
+use super::ApiError;
+use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
+use super::openapi::{CodeParam, Problems};
+use crate::app::AppState;
+use crate::app::testing::{
+    self, AdvanceShipment, ArmFault, DuplicateDeliveries, Fault, FaultAction, TestingError,
+};
+use crate::domain::keys::KeyKind;
+use crate::serve::ConnectionCloser;
+
+/// Where the API is mounted; fault paths are relative to it.
+const API_BASE: &str = "/api/v1";
+
+/// `api` with the test controls when the server has them: its routes so
+/// far get the fault middleware, and the testing routes (which faults never
+/// catch) are added after it. Without them, `api` unchanged.
+pub(super) fn mount(api: Router<AppState>, state: &AppState) -> Router<AppState> {
+    if state.test_controls.is_none() {
+        return api;
+    }
+    api.route_layer(middleware::from_fn_with_state(state.clone(), inject_faults))
+        .route("/testing/faults", post(arm_fault).delete(disarm_faults))
+        .route("/testing/shipments/{code}/advance", post(advance_shipment))
+        .route("/testing/webhooks/duplicates", post(duplicate_deliveries))
+}
+
+impl From<TestingError> for ApiError {
+    fn from(e: TestingError) -> ApiError {
+        match e {
+            TestingError::Disabled => ApiError::not_found(e.to_string()),
+            e @ (TestingError::Unreachable { .. } | TestingError::TooManyFaults) => {
+                ApiError::conflict(ProblemCode::InvalidState, e.to_string())
+            }
+            TestingError::App(e) => e.into(),
+        }
+    }
+}
+
+/// The path under `/api/v1` (axum's route templates and paths of a nested
+/// router may or may not carry the prefix).
+fn relative(path: &str) -> &str {
+    match path.strip_prefix(API_BASE) {
+        Some(rest) if rest.starts_with('/') => rest,
+        _ => path,
+    }
+}
+
+/// Applies the first armed fault of the request's merchant that matches it.
+/// Costs nothing while no merchant has a fault armed; then a request with
+/// an `X-API-KEY` is authenticated here (and again by its handler), and
+/// one that does not authenticate as a merchant is never caught.
+async fn inject_faults(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(controls) = state.test_controls.clone() else {
+        return next.run(req).await;
+    };
+    if !controls.any_faults() || !req.headers().contains_key(API_KEY_HEADER) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let merchant = extract::authenticate(&parts, &state, KeyKind::Merchant).await;
+    let req = Request::from_parts(parts, body);
+    let Ok(merchant_id) = merchant else {
+        return next.run(req).await;
+    };
+    let closer = req.extensions().get::<ConnectionCloser>().cloned();
+    let action = controls.take_fault(
+        merchant_id,
+        req.method().as_str(),
+        req.extensions()
+            .get::<MatchedPath>()
+            .map(|p| relative(p.as_str())),
+        relative(req.uri().path()),
+        closer.is_some(),
+    );
+    match action {
+        None => next.run(req).await,
+        Some(FaultAction::Delay(delay)) => {
+            tokio::time::sleep(delay).await;
+            next.run(req).await
+        }
+        Some(FaultAction::Answer {
+            status,
+            retry_after,
+        }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            let code = match status {
+                StatusCode::TOO_MANY_REQUESTS => ProblemCode::RateLimited,
+                StatusCode::INTERNAL_SERVER_ERROR => ProblemCode::Internal,
+                _ => ProblemCode::Unavailable,
+            };
+            let mut error = ApiError::new(
+                status,
+                code,
+                "a fault armed with POST /api/v1/testing/faults answered this request; it was \
+                 not run",
+            );
+            if let Some(secs) = retry_after {
+                error = error.with_retry_after(u64::from(secs));
+            }
+            error.into_response()
+        }
+        Some(FaultAction::DropConnection) => {
+            if let Some(closer) = closer {
+                closer.close();
+            }
+            // Never answer: the connection's task drops this request with
+            // its connection.
+            std::future::pending().await
+        }
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/testing/faults",
+    tag = "testing",
+    summary = "Arm a fault on this merchant's next requests",
+    description = "The next `times` API requests of this merchant (authenticated with its \
+                   API key) whose method and path match are answered with `status` (a problem \
+                   body, with `Retry-After` when `retry_after` is given) instead of running, or \
+                   delayed by `delay_ms` and then run, or see their connection closed without \
+                   an answer (`drop_connection`). `path` is under /api/v1, as the route \
+                   template (`/shipments/{code}`) or a concrete path. Faults are kept in the \
+                   memory of the server process that armed them; the testing routes are never \
+                   caught.",
+    security(("api_key" = [])),
+    request_body = ArmFault,
+    responses(
+        (status = 201, description = "Armed", body = Fault),
+        Problems
+    )
+)]
+async fn arm_fault(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    ApiJson(body): ApiJson<ArmFault>,
+) -> Result<(StatusCode, Json<Fault>), ApiError> {
+    let fault = testing::arm_fault(&state, merchant.id, body).await?;
+    Ok((StatusCode::CREATED, Json(fault)))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/testing/faults",
+    tag = "testing",
+    summary = "Disarm every fault of this merchant",
+    security(("api_key" = [])),
+    responses(
+        (status = 204, description = "Disarmed"),
+        Problems
+    )
+)]
+async fn disarm_faults(
+    State(state): State<AppState>,
+    merchant: Merchant,
+) -> Result<StatusCode, ApiError> {
+    testing::disarm_faults(&state, merchant.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    post,
+    path = "/testing/shipments/{code}/advance",
+    tag = "testing",
+    summary = "Move a shipment through its lifecycle to a state",
+    description = "Each step of the shortest path of the lifecycle is a real change (a new \
+                   `version` and its webhook deliveries): the courier company's first driver \
+                   is assigned (a driver named \"Test driver\" is added if it has none), \
+                   delivery skips the confirmation code, and a failure's reason is \"test\". \
+                   Already in that state: the shipment unchanged. A state no path leads to \
+                   is 409 `invalid_state`.",
+    security(("api_key" = [])),
+    params(CodeParam),
+    request_body = AdvanceShipment,
+    responses(
+        (status = 200, description = "The shipment in the state asked for", body = Shipment),
+        Problems
+    )
+)]
+async fn advance_shipment(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    CodePath(code): CodePath,
+    ApiJson(body): ApiJson<AdvanceShipment>,
+) -> Result<Json<Shipment>, ApiError> {
+    let shipment = testing::advance_shipment(&state, merchant.id, &code, &body.to).await?;
+    Ok(Json(shipment))
+}
+
+#[utoipa::path(
+    post,
+    path = "/testing/webhooks/duplicates",
+    tag = "testing",
+    summary = "Send this merchant's next webhook deliveries twice",
+    description = "Each of the merchant's next `times` deliveries (to its webhooks and to \
+                   shipments' own `webhook_url`) is sent twice, byte for byte, with the same \
+                   `X-Service-Delivery-Id`; the delivery log keeps the first. Replaces the \
+                   count still pending (0 stops it). Kept in the memory of the server process \
+                   that was asked.",
+    security(("api_key" = [])),
+    request_body = DuplicateDeliveries,
+    responses(
+        (status = 200, description = "How many deliveries will be sent twice", body = DuplicateDeliveries),
+        Problems
+    )
+)]
+async fn duplicate_deliveries(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    ApiJson(body): ApiJson<DuplicateDeliveries>,
+) -> Result<Json<DuplicateDeliveries>, ApiError> {
+    let armed = testing::duplicate_deliveries(&state, merchant.id, body).await?;
+    Ok(Json(armed))
+}

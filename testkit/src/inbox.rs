@@ -1,0 +1,137 @@
+//! [`WebhookInbox`]: the deliveries of one webhook, each verified with
+//! `webhook-verify` against its signing key before a test sees it.
+
+use shipment_sdk::model::{Shipment, Status};
+use webhook_verify::Verifier;
+use webhook_verify::shipment::ShipmentError;
+
+use crate::receiver::{Received, WAIT, WebhookReceiver};
+
+/// The header that names a delivery (the same on a redelivery or a
+/// duplicate of it).
+pub const DELIVERY_ID_HEADER: &str = "x-service-delivery-id";
+
+/// One verified delivery.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The shipment the body carries, as `GET /shipments/{code}` showed it
+    /// at that version.
+    pub shipment: Shipment,
+    /// Its `X-Service-Delivery-Id`.
+    pub delivery_id: String,
+    /// The request as it arrived (headers, exact body bytes, time).
+    pub received: Received,
+}
+
+/// The deliveries of one registered webhook, in arrival order, each
+/// checked with [`webhook_verify::Verifier::verify_shipment`]. A delivery
+/// that fails verification fails the test: that is a server bug.
+///
+/// Get one from [`TestServer::webhook_inbox`](crate::TestServer::webhook_inbox).
+///
+/// ```no_run
+/// # async fn run(server: shipment_testkit::TestServer) {
+/// use shipment_sdk::model::Status;
+/// let mut inbox = server.webhook_inbox().await;
+/// let created = server.create_shipment().await;
+/// let first = inbox.next().await;
+/// assert_eq!(first.shipment.code, created.code);
+/// server.advance(&created.code, Status::Delivered).await;
+/// let delivered = inbox.wait_for(&created.code, Status::Delivered).await;
+/// assert_eq!(delivered.shipment.status, Status::Delivered);
+/// # }
+/// ```
+pub struct WebhookInbox {
+    receiver: WebhookReceiver,
+    verifier: Verifier,
+    /// How many deliveries earlier calls consumed.
+    cursor: usize,
+}
+
+impl WebhookInbox {
+    /// An inbox over `receiver`, whose deliveries are signed with
+    /// `signing_key` (`whsec_...`).
+    pub fn new(receiver: WebhookReceiver, signing_key: &str) -> WebhookInbox {
+        WebhookInbox {
+            receiver,
+            verifier: Verifier::new(signing_key),
+            cursor: 0,
+        }
+    }
+
+    /// The receiver's URL, as registered.
+    pub fn url(&self) -> &str {
+        &self.receiver.url
+    }
+
+    /// The next delivery not yet returned, waiting up to
+    /// [`WAIT`](crate::WAIT) for it.
+    ///
+    /// # Panics
+    ///
+    /// When none arrives in time, or a delivery is not correctly signed or
+    /// not a shipment.
+    pub async fn next(&mut self) -> Delivery {
+        let received = self.receiver.nth(self.cursor).await;
+        self.cursor += 1;
+        self.verify(received)
+    }
+
+    /// Skips deliveries until one of shipment `code` in `status` arrives,
+    /// and returns it (the ones skipped are consumed).
+    ///
+    /// # Panics
+    ///
+    /// As [`next`](Self::next), and when no such delivery arrives within
+    /// [`WAIT`](crate::WAIT).
+    pub async fn wait_for(&mut self, code: impl AsRef<str>, status: Status) -> Delivery {
+        let code = code.as_ref();
+        let wait = async {
+            loop {
+                let delivery = self.next().await;
+                if delivery.shipment.code == code && delivery.shipment.status == status {
+                    return delivery;
+                }
+            }
+        };
+        match tokio::time::timeout(WAIT, wait).await {
+            Ok(delivery) => delivery,
+            Err(_) => panic!("no delivery of {code} in {status} within {WAIT:?}"),
+        }
+    }
+
+    /// Every delivery received so far (verified), including those already
+    /// returned by [`next`](Self::next); it does not move the cursor.
+    pub fn all(&self) -> Vec<Delivery> {
+        self.receiver
+            .received()
+            .into_iter()
+            .map(|r| self.verify(r))
+            .collect()
+    }
+
+    #[track_caller]
+    fn verify(&self, received: Received) -> Delivery {
+        let signature = received
+            .headers
+            .get(webhook_verify::SIGNATURE_HEADER)
+            .map(|v| v.as_bytes().to_vec())
+            .unwrap_or_default();
+        let shipment = match self.verifier.verify_shipment(&received.body, signature) {
+            Ok(shipment) => shipment,
+            Err(ShipmentError::Signature(e)) => panic!("a delivery failed verification: {e}"),
+            Err(e) => panic!("a delivery is not a shipment: {e}"),
+        };
+        let delivery_id = received
+            .headers
+            .get(DELIVERY_ID_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        Delivery {
+            shipment,
+            delivery_id,
+            received,
+        }
+    }
+}
