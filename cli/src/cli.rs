@@ -168,6 +168,11 @@ pub enum ShipmentsCommand {
     /// line per change (with `-o ndjson`, one object per change; with `-o
     /// json`, the final shipment).
     Watch(WatchArgs),
+    /// Create shipments in bulk from a CSV or NDJSON file.
+    ///
+    /// Every row is sent with an idempotency key, so running the same file
+    /// again creates nothing twice: an interrupted import resumes that way.
+    Import(ImportArgs),
 }
 
 /// `shipctl shipments create`.
@@ -247,6 +252,74 @@ pub struct WatchArgs {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub interval: Duration,
 }
+
+/// `shipctl shipments import`.
+#[derive(Debug, Args)]
+#[command(after_help = IMPORT_EXIT_CODES, after_long_help = IMPORT_HELP)]
+pub struct ImportArgs {
+    /// The file: CSV with a header row (the create fields as columns), or
+    /// NDJSON (one create body per line); `-` reads stdin.
+    pub file: PathBuf,
+    /// The file's format [default: ndjson for .ndjson and .jsonl files,
+    /// else csv].
+    #[arg(long, value_enum)]
+    pub format: Option<ImportFormat>,
+    /// How many creates are in flight at once, 1 to 64.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// Check every row and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write one JSON object per input row, in input order, to this file
+    /// (`-` for stdout): {"line", "status" (created, exists or failed; valid
+    /// in a dry run), "code", "error"}.
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+}
+
+/// `shipctl shipments import --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// A header row naming the columns, then one shipment per row.
+    Csv,
+    /// One JSON create body per line.
+    Ndjson,
+}
+
+/// The exit codes of `shipctl shipments import` (a macro, so the long help
+/// can include them with `concat!`).
+macro_rules! import_exit_codes {
+    () => {
+        "\
+Exit codes:
+  0  success: every row was created or existed already (with --dry-run: valid)
+  1  at least one row failed (the others were still created)
+  2  usage: a wrong flag, an unreadable file, an unknown or missing column
+  3  the API key was refused: the import stopped
+  6  the service or the network is unavailable: the import stopped"
+    };
+}
+
+/// The exit codes of `shipctl shipments import`, for `-h`.
+const IMPORT_EXIT_CODES: &str = import_exit_codes!();
+
+/// The long help of `shipctl shipments import`, for `--help`.
+const IMPORT_HELP: &str = concat!(
+    "\
+CSV columns: courier_company_id (required), description, weight_kg, dimensions,
+items (labels separated by `;`), start_address, end_address, webhook_url, and
+an optional idempotency_key. An empty cell leaves the field out. An NDJSON
+line is the API's create body, with an optional \"idempotency_key\".
+
+Each row is created with its idempotency_key, or else with one derived from
+its content and line number: running the same file again (within 24 hours)
+reports the rows created before as existing instead of creating them twice,
+so an interrupted import resumes by running it again. Correct failed rows in
+place; adding or removing lines changes the keys of the lines after them.
+
+",
+    import_exit_codes!()
+);
 
 /// `shipctl couriers ...`.
 #[derive(Debug, Subcommand)]

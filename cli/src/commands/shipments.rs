@@ -1,5 +1,7 @@
 //! `shipctl shipments ...`: create, list, get, cancel, rate,
-//! confirmation-code and watch.
+//! confirmation-code, watch and import.
+
+mod import;
 
 use std::io::{self, IsTerminal as _, Read as _, Write};
 use std::time::Duration;
@@ -28,6 +30,11 @@ pub async fn exec(
     out: &mut dyn Write,
     command: ShipmentsCommand,
 ) -> Result<(), Failure> {
+    let command = match command {
+        // A dry run needs no API key: it is handled before the client.
+        ShipmentsCommand::Import(args) => return import::exec(ctx, out, args).await,
+        command => command,
+    };
     let client = ctx.client()?;
     let shipments = client.shipments();
     let format = ctx.format();
@@ -70,6 +77,7 @@ pub async fn exec(
             }
         }
         ShipmentsCommand::Watch(args) => watch(&client, out, format, args).await?,
+        ShipmentsCommand::Import(_) => unreachable!("handled above"),
     }
     Ok(())
 }

@@ -4,5 +4,6 @@
 mod config;
 mod dashboard;
 mod helpers;
+mod import;
 mod offline;
 mod online;
