@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shipment-server");
 
@@ -184,21 +184,7 @@ async fn the_demo_prints_working_credentials_and_stops_gracefully() {
         .unwrap();
     assert_eq!(couriers["data"].as_array().unwrap().len(), 2, "{couriers}");
 
-    let pid = child.id().unwrap().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        status.success(),
-        "SIGTERM ends the server cleanly: {status}"
-    );
+    terminate(child).await;
 }
 
 #[tokio::test]
@@ -260,4 +246,23 @@ async fn the_simulating_demo_moves_shipments_by_itself() {
     }
     assert!(moved, "no simulated shipment moved");
     child.kill().await.unwrap();
+}
+
+/// Stops a child with SIGTERM and checks that it exits cleanly.
+pub(crate) async fn terminate(mut child: Child) {
+    let pid = child.id().unwrap().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "SIGTERM ends the server cleanly: {status}"
+    );
 }
