@@ -61,6 +61,29 @@ impl Default for DispatchSettings {
     }
 }
 
+/// Makes ring this process's rustls crypto provider, unless one is installed
+/// already (a program embedding the server may have chosen its own). Called
+/// by [`Dispatcher::new`]; calling it again does nothing.
+///
+/// reqwest is built without a provider of its own (`rustls-no-provider`: its
+/// `rustls` feature compiles aws-lc-rs, a C library that cost about 45
+/// CPU-seconds of a cold build, BENCHMARKS.md), so every reqwest client of
+/// the process uses the installed one: the dispatcher's and the others
+/// (`demo --simulate`'s). Certificates are checked by reqwest as before: the
+/// platform's roots through `rustls-platform-verifier`, plus
+/// `--webhook-ca-file`.
+///
+/// Without the `ring` feature this does nothing: the test kit builds the
+/// server so, next to the SDK, whose reqwest brings aws-lc-rs and uses it
+/// when no provider is installed.
+pub fn install_tls_provider() {
+    #[cfg(feature = "ring")]
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race with another thread's install is fine: one is in.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// Drains the outbox. Cheap to clone; every clone shares one HTTP client.
 #[derive(Clone)]
 pub struct Dispatcher {
@@ -88,6 +111,7 @@ impl Dispatcher {
         data_key: DataKey,
         settings: DispatchSettings,
     ) -> Result<Dispatcher, crate::StartError> {
+        install_tls_provider();
         let mut builder = reqwest::Client::builder()
             .user_agent(USER_AGENT)
             .timeout(settings.timeout)
