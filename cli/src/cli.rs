@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use rust_decimal::Decimal;
-use shipment_sdk::model::{ApiKeyId, CourierId, WebhookId, WebhookUrl, WebhookUrlError};
+use shipment_sdk::model::{
+    ApiKeyId, CourierId, DeliveryId, WebhookId, WebhookUrl, WebhookUrlError,
+};
 
 use crate::output::Format;
 
@@ -115,6 +117,23 @@ pub enum Command {
     /// Show the active profile, its address and credentials, and whether the
     /// service accepts them.
     Whoami,
+    /// Check the whole set-up: one line per check, with the command that
+    /// fixes each failure.
+    ///
+    /// The settings and where each comes from; the address (its answer
+    /// time, and for https its TLS certificate, failing within 14 days of
+    /// its end); the clock against the service's (failing beyond 5 s); the
+    /// API key; the dashboard session and when it ends; each webhook's last
+    /// 20 deliveries (failure rate, last error); the listener key. A check
+    /// whose prerequisite failed is not run. `-o json` prints {"ok",
+    /// "checks": [{"name", "ok", "detail", "fix"}]}.
+    #[command(after_help = DOCTOR_EXIT_CODES)]
+    Doctor,
+    /// Forward every change of your shipments, signed like a webhook
+    /// delivery, to a local app while this runs: no public URL, no
+    /// certificate. Uses the API key, or the dashboard session if the
+    /// profile has no key.
+    Listen(ListenArgs),
     /// Create, list, delete and check API keys (needs `shipctl login`).
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -132,6 +151,69 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 }
+
+/// `shipctl listen`.
+#[derive(Debug, Args)]
+#[command(after_help = LISTEN_EXIT_CODES, after_long_help = LISTEN_HELP)]
+pub struct ListenArgs {
+    /// Where to POST each delivery, e.g. http://localhost:3000/webhooks
+    /// (http or https).
+    #[arg(long, value_name = "URL", required_unless_present_any = ["print_secret", "rotate_secret"])]
+    pub forward_to: Option<String>,
+    /// Accept any certificate from the local app (a self-signed one).
+    #[arg(long)]
+    pub skip_verify: bool,
+    /// Longest the local app may take to answer a delivery.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Print the listener signing key (made now if you have none) and exit.
+    #[arg(long, conflicts_with_all = ["forward_to", "rotate_secret"])]
+    pub print_secret: bool,
+    /// Replace the listener signing key and print the new one (connected
+    /// listeners are disconnected); with --forward-to, then listen.
+    #[arg(long)]
+    pub rotate_secret: bool,
+}
+
+/// The exit codes of `shipctl listen` (a macro, so the long help can
+/// include them with `concat!`).
+macro_rules! listen_exit_codes {
+    () => {
+        "\
+Exit codes:
+  0  success: stopped with Ctrl-C, or the key printed or replaced
+  2  usage: a wrong flag or address
+  3  the API key or the session was refused
+  4  the service has no listener stream (an older server)
+  6  the service is unavailable (only with --print-secret or --rotate-secret:
+     listening itself waits and reconnects)"
+    };
+}
+
+/// The exit codes of `shipctl listen`, for `-h`.
+const LISTEN_EXIT_CODES: &str = listen_exit_codes!();
+
+/// The long help of `shipctl listen`, for `--help`.
+const LISTEN_HELP: &str = concat!(
+    "\
+Each change is POSTed to the URL exactly as a webhook delivery: the same body
+bytes, Content-Type: application/json, X-Service-Signature (signed with your
+listener signing key, which stays the same across runs) and
+X-Service-Delivery-Id. One line per delivery on stdout (-o ndjson or json: one
+object per line). A local app that is down or answers 400 or more is shown,
+not fatal. The stream reconnects by itself, resuming after the last change
+received; Ctrl-C ends it.
+
+",
+    listen_exit_codes!()
+);
+
+/// The exit codes of `shipctl doctor`.
+const DOCTOR_EXIT_CODES: &str = "\
+Exit codes:
+  0  success: every check passed
+  1  at least one check failed (or could not run)
+  2  usage: a wrong flag";
 
 /// `shipctl shipments ...`.
 #[derive(Debug, Subcommand)]
@@ -168,6 +250,10 @@ pub enum ShipmentsCommand {
     /// line per change (with `-o ndjson`, one object per change; with `-o
     /// json`, the final shipment).
     Watch(WatchArgs),
+    /// The delivery history of a shipment, newest first: every attempt to
+    /// each webhook and to its own webhook_url, redeliveries included
+    /// (needs `shipctl login`).
+    Deliveries(DeliveriesArgs),
     /// Create shipments in bulk from a CSV or NDJSON file.
     ///
     /// Every row is sent with an idempotency key, so running the same file
@@ -251,6 +337,22 @@ pub struct WatchArgs {
     /// Time between two looks, e.g. 2s, 500ms, 1m.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub interval: Duration,
+}
+
+/// `shipctl shipments deliveries`.
+#[derive(Debug, Args)]
+pub struct DeliveriesArgs {
+    /// The shipment code, SHP-XXXX-XXXX.
+    pub code: String,
+    /// Page number, from 1.
+    #[arg(long, conflicts_with = "all", value_parser = clap::value_parser!(u32).range(1..))]
+    pub page: Option<u32>,
+    /// Attempts per page, 1 to 100 [default: 20; 100 with --all].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub page_size: Option<u32>,
+    /// Every page, streamed one attempt at a time (constant memory).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `shipctl shipments import`.
@@ -401,6 +503,37 @@ pub enum WebhooksCommand {
         /// Page number, from 1.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         page: u32,
+    },
+    /// Send a delivery again, or every failure since a time.
+    ///
+    /// With DELIVERY_ID (an ID of `shipctl webhooks deliveries` or `shipctl
+    /// shipments deliveries`), that delivery, failed or not. With
+    /// --failed-since, every change whose delivery to the webhook failed
+    /// since then (until --failed-until, default now) and has not been
+    /// delivered since, once per change; at most 10000 a run (run it again
+    /// for the rest). Either way the receiver gets the same body and
+    /// version as the first time, signed with the webhook's current key,
+    /// even while the webhook is disabled; the new attempts appear in its
+    /// delivery log as redeliveries. Nothing is retried unless asked.
+    #[command(
+        group(ArgGroup::new("which").required(true).args(["delivery_id", "failed_since"])),
+        override_usage = "shipctl webhooks redeliver <ID> <DELIVERY_ID>\n       \
+                          shipctl webhooks redeliver <ID> --failed-since <TIME> [--failed-until <TIME>]"
+    )]
+    Redeliver {
+        /// The webhook id (see `shipctl webhooks list`).
+        id: WebhookId,
+        /// The delivery to send again.
+        delivery_id: Option<DeliveryId>,
+        /// Every failure at or after this time: RFC 3339 or YYYY-MM-DD
+        /// (midnight UTC).
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        failed_since: Option<DateTime<Utc>>,
+        /// ... and at or before this time [default: now].
+        // With the group, conflicting with a delivery id means needing
+        // --failed-since (clap does not check `requires` here).
+        #[arg(long, value_name = "TIME", value_parser = parse_time, conflicts_with = "delivery_id")]
+        failed_until: Option<DateTime<Utc>>,
     },
     /// Create or replace the key that signs deliveries to shipments' own
     /// `webhook_url`. Shown once: store it at once.

@@ -91,6 +91,9 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
         Command::Webhooks(command) if commands::webhooks::is_offline(&command) => {
             commands::webhooks::exec_offline(out, command)
         }
+        // Reads the configuration itself: a file that cannot be read is one
+        // of the things it reports.
+        Command::Doctor => commands::doctor::exec(cli.global, sources, out).await,
         command => {
             let creating = matches!(command, Command::Config(_));
             let ctx = Ctx::new(cli.global, sources, creating)?;
@@ -102,8 +105,9 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
                 Command::Whoami => commands::auth::whoami(&ctx, out).await,
                 Command::Keys(c) => commands::keys::exec(&ctx, out, c).await,
                 Command::Webhooks(c) => commands::webhooks::exec(&ctx, out, c).await,
+                Command::Listen(args) => commands::listen::exec(&ctx, out, args).await,
                 Command::Config(c) => commands::config::exec(&ctx, out, c),
-                Command::Completions { .. } => unreachable!("handled above"),
+                Command::Completions { .. } | Command::Doctor => unreachable!("handled above"),
             }
         }
     };

@@ -198,7 +198,15 @@ impl Tabular for Webhook {
 
 impl Tabular for Delivery {
     const HEADERS: &'static [&'static str] = &[
-        "ID", "SHIPMENT", "VERSION", "RESULT", "STATUS", "MS", "AT", "ERROR",
+        "ID",
+        "SHIPMENT",
+        "VERSION",
+        "RESULT",
+        "STATUS",
+        "MS",
+        "AT",
+        "REDELIVERY OF",
+        "ERROR",
     ];
     fn cells(&self) -> Vec<Cell> {
         let result = if self.success {
@@ -214,6 +222,7 @@ impl Tabular for Delivery {
             Cell::opt(self.status_code),
             Cell::plain(self.duration_ms.to_string()),
             Cell::plain(short_time(&self.delivered_at)),
+            Cell::opt(self.redelivery_of),
             Cell::opt(self.error.as_ref()),
         ]
     }

@@ -202,6 +202,21 @@ impl Client {
         Couriers::new(self)
     }
 
+    /// The merchant's changes as they happen, each as a signed delivery,
+    /// and the listener signing key (what `shipctl listen` uses).
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// let mut changes = client.listener().connect(None).await?;
+    /// while let Some(change) = changes.next().await {
+    ///     println!("{}", change?.delivery.shipment_code);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn listener(&self) -> crate::resources::listen::Listener<'_> {
+        crate::resources::listen::Listener::new(&self.transport)
+    }
+
     /// The base URL every path is appended to.
     pub fn base_url(&self) -> &str {
         self.transport.base_url()

@@ -124,6 +124,19 @@ impl DashboardClient {
         Webhooks::new(self)
     }
 
+    /// The merchant's changes as they happen and the listener signing key,
+    /// as with [`Client::listener`](crate::Client::listener), under the
+    /// session.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// let key = dashboard.listener().signing_key().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn listener(&self) -> crate::resources::listen::Listener<'_> {
+        crate::resources::listen::Listener::new(&self.transport)
+    }
+
     /// The session token, to keep and resume with
     /// [`DashboardBuilder::token`]. Treat it like a password.
     ///

@@ -59,6 +59,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// An event stream (the listener's) that is not Server-Sent Events as
+    /// the service sends them.
+    #[error("the service's event stream is malformed: {0}")]
+    Stream(String),
     /// A rating outside 1 to 10; nothing was sent.
     #[error("a rating is an integer from 1 to 10, not {0}")]
     InvalidRating(u8),

@@ -210,6 +210,8 @@ pub use resources::api_keys::ApiKeys;
 #[cfg(feature = "client")]
 pub use resources::couriers::Couriers;
 #[cfg(feature = "client")]
+pub use resources::listen::{Listener, ListenerEvent, ListenerStream};
+#[cfg(feature = "client")]
 pub use resources::shipments::Shipments;
 #[cfg(feature = "client")]
 pub use resources::webhooks::Webhooks;

@@ -41,19 +41,38 @@ impl Default for HttpOptions {
     }
 }
 
+/// Longest silence on an event stream before it counts as dead: the server
+/// sends a keep-alive every 15 s.
+pub(crate) const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(45);
+
 /// The default `User-Agent`.
 pub(crate) const USER_AGENT: &str = concat!("shipment-sdk-rust/", env!("CARGO_PKG_VERSION"));
 
 impl HttpOptions {
     /// A connection-pooling HTTP client with these settings.
     pub fn http_client(&self) -> Result<reqwest::Client> {
-        let user_agent = self.user_agent.as_deref().unwrap_or(USER_AGENT);
-        reqwest::Client::builder()
+        self.builder()
             .timeout(self.timeout)
-            .connect_timeout(self.connect_timeout)
-            .user_agent(user_agent)
             .build()
             .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+    }
+
+    /// A client for event streams: no limit on the whole response (a stream
+    /// lasts as long as it is read), but one on the silence between two
+    /// reads, longer than the server's keep-alive interval (15 s) with room
+    /// for a slow network, so a dead connection is noticed.
+    pub fn stream_client(&self) -> Result<reqwest::Client> {
+        self.builder()
+            .read_timeout(STREAM_READ_TIMEOUT.max(self.timeout))
+            .build()
+            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+    }
+
+    fn builder(&self) -> reqwest::ClientBuilder {
+        let user_agent = self.user_agent.as_deref().unwrap_or(USER_AGENT);
+        reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .user_agent(user_agent)
     }
 }
 
@@ -252,6 +271,9 @@ pub(crate) struct Transport {
 
 struct Inner {
     http: reqwest::Client,
+    /// For event streams, made on first use (most programs never open one).
+    streams: std::sync::OnceLock<reqwest::Client>,
+    options: HttpOptions,
     base_url: Url,
     auth: Auth,
     retry: RetryPolicy,
@@ -277,6 +299,8 @@ impl Transport {
         Ok(Transport {
             inner: Arc::new(Inner {
                 http: options.http_client()?,
+                streams: std::sync::OnceLock::new(),
+                options: options.clone(),
                 base_url,
                 auth,
                 retry: options.retry,
@@ -289,6 +313,8 @@ impl Transport {
         Transport {
             inner: Arc::new(Inner {
                 http: self.inner.http.clone(),
+                streams: self.inner.streams.clone(),
+                options: self.inner.options.clone(),
                 base_url: self.inner.base_url.clone(),
                 auth,
                 retry: self.inner.retry,
@@ -330,6 +356,42 @@ impl Transport {
             transport: self.clone(),
             call,
         }))
+    }
+
+    /// Sends `call` (a `GET` of an event stream, never retried here: a
+    /// stream's reader reconnects) with `headers`, and returns the response
+    /// once its headers are in, for the body to be read as it comes. An
+    /// answer that is not 2xx is the same [`Error`] as for other calls.
+    pub async fn open_stream(
+        &self,
+        call: &Call,
+        headers: header::HeaderMap,
+    ) -> Result<reqwest::Response> {
+        let http = match self.inner.streams.get() {
+            Some(http) => http,
+            None => {
+                let made = self.inner.options.stream_client()?;
+                self.inner.streams.get_or_init(|| made)
+            }
+        };
+        let mut request = http
+            .request(call.method.clone(), self.url(call))
+            .headers(headers)
+            .header(header::ACCEPT, "text/event-stream");
+        match &self.inner.auth {
+            Auth::ApiKey(v) => request = request.header(API_KEY_HEADER, v.clone()),
+            Auth::Bearer(v) => request = request.header(header::AUTHORIZATION, v.clone()),
+            Auth::None => {}
+        }
+        let response = request.send().await.map_err(classify)?;
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(response);
+        }
+        let request_id = request_id_of(response.headers());
+        let retry_after = retry_after_of(response.headers());
+        let body = response.bytes().await.map_err(classify)?;
+        Err(api_error(status, &body, request_id, retry_after))
     }
 
     /// Sends `call` and ignores any body (204 answers).
@@ -404,19 +466,11 @@ impl Transport {
         let mut response = request.send().await.map_err(classify)?;
         let status = response.status().as_u16();
         span.record("status", status);
-        let request_id = response
-            .headers()
-            .get(REQUEST_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let request_id = request_id_of(response.headers());
         if let Some(id) = &request_id {
             span.record("request_id", id.as_str());
         }
-        let retry_after = response
-            .headers()
-            .get(header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        let retry_after = retry_after_of(response.headers());
         let headers = std::mem::take(response.headers_mut());
         let body = response.bytes().await.map_err(classify)?.to_vec();
         if (200..300).contains(&status) {
@@ -427,20 +481,43 @@ impl Transport {
                 body,
             });
         }
-        // A proxy's HTML error page is still an error of this status; only
-        // the problem fields are missing.
-        let problem = serde_json::from_slice::<Problem>(&body).ok();
-        Err(Error::Api(Box::new(ApiError::new(
-            status,
-            problem,
-            request_id,
-            retry_after,
-        ))))
+        Err(api_error(status, &body, request_id, retry_after))
     }
 }
 
+fn request_id_of(headers: &header::HeaderMap) -> Option<String> {
+    headers
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn retry_after_of(headers: &header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
+}
+
+/// The error of an answer that is not 2xx. A proxy's HTML error page is
+/// still an error of this status; only the problem fields are missing.
+fn api_error(
+    status: u16,
+    body: &[u8],
+    request_id: Option<String>,
+    retry_after: Option<Duration>,
+) -> Error {
+    let problem = serde_json::from_slice::<Problem>(body).ok();
+    Error::Api(Box::new(ApiError::new(
+        status,
+        problem,
+        request_id,
+        retry_after,
+    )))
+}
+
 /// Sorts reqwest's failures into the SDK's kinds.
-fn classify(e: reqwest::Error) -> Error {
+pub(crate) fn classify(e: reqwest::Error) -> Error {
     let (timeout, connect) = (e.is_timeout(), e.is_connect());
     let e = TransportError::new(e);
     if timeout {

@@ -94,6 +94,7 @@ pub struct Application {
     router: axum::Router,
     store: Store,
     dispatcher: webhooks::Dispatcher,
+    listeners: webhooks::listeners::Listeners,
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
     dashboard: Option<(TcpListener, axum::Router)>,
@@ -115,12 +116,14 @@ impl Application {
         store.migrate().await?;
         let data_key = config.data_key.load()?;
         let outbox_signal = std::sync::Arc::new(tokio::sync::Notify::new());
+        let listeners = webhooks::listeners::Listeners::new();
         let dispatcher = webhooks::Dispatcher::new(
             store.clone(),
             data_key.clone(),
             config.dispatch_settings()?,
         )?
         .woken_by(outbox_signal.clone())
+        .feeding(listeners.clone())
         .with_test_controls(test_controls.clone());
         let listener = bind(config.addr).await?;
         let metrics_listener = match config.metrics_addr {
@@ -142,6 +145,7 @@ impl Application {
         );
         state.dashboard_secure_cookies = config.dashboard_secure_cookies;
         state.test_controls = test_controls;
+        state.listeners = listeners.clone();
         if let Some(path) = &config.fixtures {
             app::fixtures::apply_file(&state, path).await?;
         }
@@ -161,6 +165,7 @@ impl Application {
             router: http::router(state, metrics_listener.is_none(), pages),
             store,
             dispatcher,
+            listeners,
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
             metrics_listener,
             dashboard,
@@ -218,9 +223,21 @@ impl Application {
         let dashboard = self.dashboard.map(|(listener, app)| {
             serve_until_stopped(listener, app, self.limits, stopped.clone(), "dashboard")
         });
+        let relaying = tokio::spawn(webhooks::listeners::relay(
+            self.store.clone(),
+            self.listeners.clone(),
+            stopped.clone(),
+        ));
         let dispatching = self
             .deliver_webhooks
             .then(|| tokio::spawn(self.dispatcher.run(stopped)));
+        // Listener streams never end by themselves: they end when shutdown
+        // begins, so the graceful shutdown does not wait for them.
+        let listeners = self.listeners.clone();
+        let shutdown = async move {
+            shutdown.await;
+            listeners.close();
+        };
         let served = serve::serve(self.listener, self.router, self.limits, shutdown).await;
         let _ = stop.send(true);
         // The dashboard finishes its in-flight requests before the
@@ -233,6 +250,7 @@ impl Application {
         {
             tracing::error!(error = %e, "the webhook dispatcher failed");
         }
+        let _ = relaying.await;
         self.store.close().await;
         served
     }

@@ -20,6 +20,7 @@ use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
 db_tests!(
     a_merchant_manages_keys_and_webhooks_and_signs_out,
     a_merchant_follows_shipments_through_the_pages,
+    support_redelivers_failed_deliveries_from_the_pages,
 );
 
 /// How long a page may take to show what a step waits for.
@@ -486,5 +487,98 @@ async fn a_merchant_follows_shipments_through_the_pages(server: &TestApp) {
         .collect();
     assert!(at.is_sorted(), "{at:?}");
     walk.check_page("shipment").await;
+    walk.client.close().await.expect("close the browser");
+}
+
+/// Reloads the page until it shows `text` (what the dispatcher writes
+/// arrives after the page was drawn); returns the source.
+async fn reload_until(walk: &Walk<'_>, text: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let source = walk.source().await;
+        if source.contains(text) {
+            return source;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never showed {text:?}:\n{source}",
+            walk.path().await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        walk.client.refresh().await.expect("reload");
+    }
+}
+
+async fn support_redelivers_failed_deliveries_from_the_pages(server: &TestApp) {
+    let Some((_driver, walk)) = start(server).await else {
+        return;
+    };
+    let f = server.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = server.login(&email, &password).await;
+    // Nothing listens there: every attempt fails.
+    let (status, hook) = send(
+        server
+            .bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({"url": "https://127.0.0.1:9/down"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{hook}");
+    let id = hook["webhook_id"].as_i64().unwrap();
+    let code = server.create_default(&f).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    walk.sign_in(&f).await;
+
+    // The failed delivery has a Redeliver button; the new attempt says
+    // which one it repeats.
+    walk.goto(&format!("/webhooks/{id}")).await;
+    reload_until(&walk, "badge-bad").await;
+    let (log, _) = server.store.webhook_deliveries(id, 10, 0).await.unwrap();
+    let first = log[0].id;
+    walk.click(&format!(
+        "form[action='/webhooks/{id}/deliveries/{first}/redeliver'] button"
+    ))
+    .await;
+    walk.wait_for_text(&format!("Delivery #{first} is being sent again"))
+        .await;
+    assert_eq!(
+        walk.path().await,
+        format!("/webhooks/{id}?redelivered={first}")
+    );
+    reload_until(&walk, &format!("redelivery of #{first}")).await;
+    walk.check_page("webhook-redelivered").await;
+
+    // "Redeliver failures since…", its field filled with a day back: the
+    // one change, once, though it failed twice (once the redelivery is
+    // finished: one still waiting is not queued again).
+    let deadline = Instant::now() + WAIT;
+    while server.store.outbox_backlog().await.unwrap().depth > 0 {
+        assert!(Instant::now() < deadline, "the outbox never drained");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    walk.click(&format!(
+        "form[action='/webhooks/{id}/redeliver'] button[type=submit]"
+    ))
+    .await;
+    walk.wait_for_text("1 redelivery queued").await;
+    walk.check_page("webhook-failures-redelivered").await;
+
+    // The shipment's page lists its deliveries, and sends one again too.
+    walk.goto(&format!("/shipments/{code}")).await;
+    let page = reload_until(&walk, "redelivery of #").await;
+    assert!(page.contains("Deliveries") && page.contains("https://127.0.0.1:9/down"));
+    walk.click(&format!(
+        "form[action='/webhooks/{id}/deliveries/{first}/redeliver'] button"
+    ))
+    .await;
+    walk.wait_for_text(&format!("Delivery #{first} is being sent again"))
+        .await;
+    assert_eq!(
+        walk.path().await,
+        format!("/shipments/{code}?redelivered={first}")
+    );
+    walk.check_page("shipment-deliveries").await;
     walk.client.close().await.expect("close the browser");
 }

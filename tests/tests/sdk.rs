@@ -1,12 +1,14 @@
 //! The SDK against the real reference server, on SQLite and PostgreSQL:
 //! every API-key endpoint, and how the server's refusals reach the caller.
-//! The dashboard calls are in `dashboard.rs` and the lists in `listing.rs`,
-//! part of this test binary.
+//! The dashboard calls are in `dashboard.rs`, the lists in `listing.rs` and
+//! redelivery in `redelivery.rs`, part of this test binary.
 
 #[path = "dashboard.rs"]
 mod dashboard;
 #[path = "listing.rs"]
 mod listing;
+#[path = "redelivery.rs"]
+mod redelivery;
 
 use chrono::Utc;
 use rust_decimal::Decimal;

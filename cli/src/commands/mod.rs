@@ -5,7 +5,9 @@ pub mod auth;
 pub mod completions;
 pub mod config;
 pub mod couriers;
+pub mod doctor;
 pub mod keys;
+pub mod listen;
 pub mod shipments;
 pub mod webhooks;
 

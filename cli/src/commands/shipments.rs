@@ -1,6 +1,7 @@
 //! `shipctl shipments ...`: create, list, get, cancel, rate,
-//! confirmation-code, watch and import.
+//! confirmation-code, watch, deliveries and import.
 
+mod deliveries;
 mod import;
 
 use std::io::{self, IsTerminal as _, Read as _, Write};
@@ -33,6 +34,8 @@ pub async fn exec(
     let command = match command {
         // A dry run needs no API key: it is handled before the client.
         ShipmentsCommand::Import(args) => return import::exec(ctx, out, args).await,
+        // Read with the dashboard session, not the API key.
+        ShipmentsCommand::Deliveries(args) => return deliveries::exec(ctx, out, args).await,
         command => command,
     };
     let client = ctx.client()?;
@@ -77,7 +80,9 @@ pub async fn exec(
             }
         }
         ShipmentsCommand::Watch(args) => watch(&client, out, format, args).await?,
-        ShipmentsCommand::Import(_) => unreachable!("handled above"),
+        ShipmentsCommand::Import(_) | ShipmentsCommand::Deliveries(_) => {
+            unreachable!("handled above")
+        }
     }
     Ok(())
 }

@@ -1,7 +1,10 @@
 //! `shipctl webhooks ...`: registered webhooks through the dashboard
-//! session, and offline signing and checking of deliveries.
+//! session (their delivery log and redelivery included), and offline
+//! signing and checking of deliveries.
 
 use std::io::{self, Read as _, Write};
+
+use shipment_sdk::model::{RedeliveryQueued, WebhookId};
 
 use crate::cli::{BodyArg, WebhooksCommand};
 use crate::error::{FAILURE, Failure, Surface};
@@ -111,6 +114,41 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
                 ));
             }
         }
+        WebhooksCommand::Redeliver {
+            id,
+            delivery_id,
+            failed_since,
+            failed_until,
+        } => {
+            let queued = match (delivery_id, failed_since) {
+                (Some(delivery_id), _) => webhooks.redeliver(id, delivery_id).await,
+                (None, Some(since)) => webhooks.redeliver_failures(id, since, failed_until).await,
+                (None, None) => unreachable!("clap requires a delivery id or --failed-since"),
+            }
+            .map_err(|e| {
+                let not_found = e.is_not_found();
+                let failure = fail(e);
+                if not_found {
+                    failure.hint(format!(
+                        "`shipctl webhooks list` shows your webhooks, `shipctl webhooks \
+                         deliveries {id}` this one's deliveries"
+                    ))
+                } else {
+                    failure
+                }
+            })?;
+            match format {
+                Format::Table => redelivery_table(out, id, &queued)?,
+                Format::Json => output::json(out, &queued)?,
+                Format::Ndjson => output::json_line(out, &queued)?,
+            }
+            if queued.truncated {
+                note(
+                    "more failures matched than one run queues: run the same command again to \
+                     queue the rest (changes already waiting are skipped)",
+                );
+            }
+        }
         WebhooksCommand::RotateShipmentKey => {
             let key = webhooks.rotate_shipment_signing_key().await.map_err(fail)?;
             match format {
@@ -132,6 +170,31 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
         WebhooksCommand::Sign { .. } | WebhooksCommand::Verify { .. } => {
             exec_offline(out, command)?;
         }
+    }
+    Ok(())
+}
+
+/// `Queued 3 redeliveries to webhook 7`, then where to see them (stderr).
+fn redelivery_table(
+    out: &mut dyn Write,
+    id: WebhookId,
+    queued: &RedeliveryQueued,
+) -> Result<(), Failure> {
+    let noun = if queued.queued == 1 {
+        "redelivery"
+    } else {
+        "redeliveries"
+    };
+    writeln!(out, "Queued {} {noun} to webhook {id}", queued.queued)?;
+    if queued.queued == 0 {
+        note(
+            "no change failed in that range without being delivered since (or it is already queued)",
+        );
+    } else {
+        note(format!(
+            "sent shortly; `shipctl webhooks deliveries {id}` shows each new attempt and the \
+             delivery it repeats (REDELIVERY OF)"
+        ));
     }
     Ok(())
 }

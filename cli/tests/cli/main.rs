@@ -3,7 +3,10 @@
 
 mod config;
 mod dashboard;
+mod doctor;
 mod helpers;
 mod import;
+mod listen;
 mod offline;
 mod online;
+mod redelivery;

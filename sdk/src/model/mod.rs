@@ -15,7 +15,8 @@
 //! - API keys: [`ApiKey`], [`NewApiKey`], [`CreateApiKey`], [`VerifyApiKey`],
 //!   [`KeyVerdict`];
 //! - webhooks: [`Webhook`], [`NewWebhook`], [`RegisterWebhook`],
-//!   [`SetWebhookActive`], [`Delivery`], [`SigningKey`], [`WebhookUrl`];
+//!   [`SetWebhookActive`], [`Delivery`], [`RedeliverFailures`],
+//!   [`RedeliveryQueued`], [`SigningKey`], [`WebhookUrl`];
 //! - the dashboard sign-in: [`Login`], [`Session`], and [`Secret`] for every
 //!   key, token and password;
 //! - what they share: the envelopes [`Page`] and [`List`], the error body
@@ -39,6 +40,7 @@ mod code;
 mod common;
 mod couriers;
 mod ids;
+mod listen;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod problem;
@@ -61,9 +63,13 @@ pub use code::{
 pub use common::{List, Page};
 pub use couriers::CourierCompany;
 pub use ids::{ApiKeyId, CourierId, DeliveryId, DriverId, MerchantId, ShipmentId, WebhookId};
+pub use listen::ListenerDelivery;
 pub use problem::{Problem, ProblemCode};
 pub use shipments::{
     ConfirmationCode, CreateShipment, ListShipments, RateShipment, Shipment, Status,
 };
 pub use webhook_url::{WebhookUrl, WebhookUrlError};
-pub use webhooks::{Delivery, NewWebhook, RegisterWebhook, SetWebhookActive, SigningKey, Webhook};
+pub use webhooks::{
+    Delivery, NewWebhook, RedeliverFailures, RedeliveryQueued, RegisterWebhook, SetWebhookActive,
+    SigningKey, Webhook,
+};

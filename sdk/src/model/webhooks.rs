@@ -1,5 +1,5 @@
-//! Merchant webhooks, their delivery log, and the signing key of
-//! per-shipment `webhook_url` deliveries.
+//! Merchant webhooks, their delivery log, redelivery, and the signing key
+//! of per-shipment `webhook_url` deliveries.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,9 @@ pub struct SetWebhookActive {
     pub active: bool,
 }
 
-/// One attempt in a webhook's delivery log (`GET /webhooks/:id/deliveries`).
+/// One attempt to deliver one change to one URL, as a webhook's delivery
+/// log (`GET /webhooks/:id/deliveries`) and a shipment's delivery history
+/// (`GET /webhooks/deliveries?shipment_code=...`) list it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[non_exhaustive]
@@ -103,6 +105,11 @@ pub struct Delivery {
     pub version: i64,
     /// Where it was sent.
     pub url: String,
+    /// The registered webhook it was sent to; null for a shipment's own
+    /// `webhook_url`, and for a webhook deleted since (its log is kept).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub webhook_id: Option<WebhookId>,
     /// Whether the receiver answered below 400.
     pub success: bool,
     /// The receiver's HTTP status, if it answered.
@@ -116,11 +123,18 @@ pub struct Delivery {
     /// When the attempt was made.
     #[serde(serialize_with = "timestamp::serialize")]
     pub delivered_at: DateTime<Utc>,
+    /// The attempt this one sends again (a redelivery someone asked for:
+    /// the same body, version and shipment); null for a change's first
+    /// attempt.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub redelivery_of: Option<DeliveryId>,
 }
 
 impl Delivery {
-    /// A successful attempt (`status_code` below 400, no error); set
-    /// `success`, `status_code` and `error` for another outcome.
+    /// A successful first attempt to a shipment's own `webhook_url`
+    /// (`status_code` below 400, no error); set `success`, `status_code`,
+    /// `error`, `webhook_id` and `redelivery_of` for another.
     pub fn new(
         id: DeliveryId,
         shipment_code: ShipmentCode,
@@ -134,12 +148,89 @@ impl Delivery {
             shipment_code,
             version,
             url: url.into(),
+            webhook_id: None,
             success: true,
             status_code: None,
             error: None,
             duration_ms,
             delivered_at,
+            redelivery_of: None,
         }
+    }
+}
+
+/// Body of `POST /webhooks/:id/redeliver`: send again every change whose
+/// delivery to the webhook failed in `[failed_since, failed_until]` and has
+/// not been delivered successfully since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RedeliverFailures {
+    /// The start of the range (RFC 3339): failures at or after it.
+    #[serde(serialize_with = "timestamp::serialize")]
+    pub failed_since: DateTime<Utc>,
+    /// The end of the range (RFC 3339): failures at or before it; now when
+    /// absent. Before `failed_since` is 400 `invalid_field`.
+    #[serde(
+        default,
+        serialize_with = "timestamp::serialize_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub failed_until: Option<DateTime<Utc>>,
+}
+
+impl RedeliverFailures {
+    /// Every failure from `failed_since` until now.
+    ///
+    /// ```
+    /// use shipment_sdk::model::{DateTime, RedeliverFailures, Utc};
+    /// let since: DateTime<Utc> = "2026-11-23T07:00:00Z".parse().unwrap();
+    /// let body = RedeliverFailures::new(since);
+    /// assert_eq!(
+    ///     serde_json::to_string(&body).unwrap(),
+    ///     r#"{"failed_since":"2026-11-23T07:00:00.000000Z"}"#
+    /// );
+    /// let until = "2026-11-23T09:00:00Z".parse().unwrap();
+    /// assert_eq!(body.until(until).failed_until, Some(until));
+    /// ```
+    pub fn new(failed_since: DateTime<Utc>) -> RedeliverFailures {
+        RedeliverFailures {
+            failed_since,
+            failed_until: None,
+        }
+    }
+
+    /// Only failures at or before `failed_until`.
+    #[must_use]
+    pub fn until(mut self, failed_until: DateTime<Utc>) -> RedeliverFailures {
+        self.failed_until = Some(failed_until);
+        self
+    }
+}
+
+/// Answer (202) of `POST /webhooks/:id/deliveries/:delivery_id/redeliver`
+/// and `POST /webhooks/:id/redeliver`: how many redeliveries were queued.
+///
+/// Each goes through the outbox, so it is sent shortly (and survives a
+/// restart), and appears in the delivery log with `redelivery_of` once
+/// attempted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
+pub struct RedeliveryQueued {
+    /// Redeliveries queued: 1 for one delivery; for failures, one per
+    /// change, however many of its attempts failed.
+    pub queued: u32,
+    /// More failures matched than one call queues (10,000). Changes whose
+    /// redelivery is still waiting are skipped, so calling again with the
+    /// same range queues the rest.
+    pub truncated: bool,
+}
+
+impl RedeliveryQueued {
+    /// `queued` redeliveries, `truncated` when more matched.
+    pub fn new(queued: u32, truncated: bool) -> RedeliveryQueued {
+        RedeliveryQueued { queued, truncated }
     }
 }
 

@@ -7,6 +7,7 @@ use std::ops::{Deref, DerefMut};
 
 pub mod api_keys;
 pub mod couriers;
+pub mod listen;
 pub mod shipments;
 pub mod webhooks;
 

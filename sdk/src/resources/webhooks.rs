@@ -1,14 +1,16 @@
-//! `dashboard.webhooks()`: the merchant's webhooks, their delivery log, and
-//! the key that signs per-shipment deliveries.
+//! `dashboard.webhooks()`: the merchant's webhooks, their delivery log,
+//! redelivery, a shipment's delivery history, and the key that signs
+//! per-shipment deliveries.
 
+use chrono::{DateTime, Utc};
 use reqwest::Method;
 
 use crate::checks;
 use crate::dashboard::DashboardClient;
 use crate::error::Result;
 use crate::model::{
-    Delivery, List, NewWebhook, Page, RegisterWebhook, SetWebhookActive, SigningKey, Webhook,
-    WebhookId,
+    Delivery, DeliveryId, List, NewWebhook, Page, RedeliverFailures, RedeliveryQueued,
+    RegisterWebhook, SetWebhookActive, ShipmentCode, SigningKey, Webhook, WebhookId,
 };
 use crate::transport::Call;
 
@@ -113,6 +115,113 @@ impl<'a> Webhooks<'a> {
         }
     }
 
+    /// Sends one delivery of a webhook again
+    /// (`POST /webhooks/:id/deliveries/:delivery_id/redeliver`): the same
+    /// snapshot (body bytes and `version`), through the service's outbox,
+    /// to the webhook's URL signed with its current key, even if the
+    /// webhook is disabled. The new attempt shows in the delivery log with
+    /// `redelivery_of: Some(delivery_id)`. A webhook that is not yours, or
+    /// a delivery that is not one of its own, is a 404.
+    ///
+    /// Never repeated by the SDK on a retryable failure: a repeat would
+    /// send it twice.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::{DeliveryId, WebhookId};
+    /// let queued = dashboard
+    ///     .webhooks()
+    ///     .redeliver(WebhookId::new(3), DeliveryId::new(412))
+    ///     .await?;
+    /// assert_eq!(queued.queued, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn redeliver(
+        &self,
+        id: WebhookId,
+        delivery_id: DeliveryId,
+    ) -> Result<RedeliveryQueued> {
+        let call = Call::new(
+            Method::POST,
+            "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+            format!("/webhooks/{id}/deliveries/{delivery_id}/redeliver"),
+        );
+        self.dashboard.transport.json(call).await
+    }
+
+    /// Sends again every change whose delivery to a webhook failed from
+    /// `since` until `until` (now when `None`), both included, and has not
+    /// been delivered to it successfully since (`POST /webhooks/:id/redeliver`):
+    /// once per change however many of its attempts failed, oldest first.
+    /// At most 10,000 per call; when more matched, the answer is
+    /// `truncated`, and calling again with the same range queues the rest
+    /// (changes whose redelivery is still waiting are skipped). `until`
+    /// before `since` is a 400 naming `failed_until`.
+    ///
+    /// Never repeated by the SDK on a retryable failure.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::chrono::{Duration, Utc};
+    /// use shipment_sdk::model::WebhookId;
+    /// let hook = WebhookId::new(3);
+    /// let since = Utc::now() - Duration::hours(6);
+    /// loop {
+    ///     let queued = dashboard.webhooks().redeliver_failures(hook, since, None).await?;
+    ///     println!("queued {} redeliveries", queued.queued);
+    ///     if !queued.truncated {
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn redeliver_failures(
+        &self,
+        id: WebhookId,
+        since: DateTime<Utc>,
+        until: Option<DateTime<Utc>>,
+    ) -> Result<RedeliveryQueued> {
+        let mut body = RedeliverFailures::new(since);
+        body.failed_until = until;
+        let call = Call::new(
+            Method::POST,
+            "/webhooks/{id}/redeliver",
+            format!("/webhooks/{id}/redeliver"),
+        )
+        .json(&body)?;
+        self.dashboard.transport.json(call).await
+    }
+
+    /// The delivery history of one of the merchant's shipments
+    /// (`GET /webhooks/deliveries?shipment_code=...`): every attempt to each
+    /// webhook (`webhook_id`) and to the shipment's own `webhook_url`
+    /// (`webhook_id: None`), redeliveries included, newest first. Set the
+    /// [`page`](ShipmentDeliveriesBuilder::page) and
+    /// [`page_size`](ShipmentDeliveriesBuilder::page_size), then
+    /// [`send`](ShipmentDeliveriesBuilder::send) for one page, whose
+    /// [`into_stream`](crate::model::Page::into_stream) goes on through
+    /// every older attempt.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::ShipmentCode;
+    /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
+    /// let history = dashboard.webhooks().shipment_deliveries(&code).send().await?;
+    /// for d in &history.data {
+    ///     let to = d.webhook_id.map_or("its webhook_url".to_owned(), |w| format!("webhook {w}"));
+    ///     println!("v{} to {to}: {:?}", d.version, d.status_code);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn shipment_deliveries(&self, code: &ShipmentCode) -> ShipmentDeliveriesBuilder<'a> {
+        ShipmentDeliveriesBuilder {
+            dashboard: self.dashboard,
+            code: code.clone(),
+            page: None,
+            page_size: None,
+        }
+    }
+
     /// Creates or replaces the key that signs deliveries to shipments' own
     /// `webhook_url` (`POST /webhooks/shipment-signing-key`); shown once.
     /// Creating a shipment with a `webhook_url` needs one.
@@ -199,6 +308,87 @@ impl ListDeliveriesBuilder<'_> {
             format!("/webhooks/{id}/deliveries"),
         )
         .param("page", self.page.unwrap_or(1));
+        if let Some(size) = self.page_size {
+            call = call.param("page_size", size);
+        }
+        self.dashboard.transport.page(call).await
+    }
+}
+
+/// A query of a shipment's delivery history; see
+/// [`Webhooks::shipment_deliveries`]. Nothing is sent until
+/// [`send`](Self::send).
+#[derive(Debug, Clone)]
+#[must_use = "a request builder does nothing until you `.send().await` it"]
+pub struct ShipmentDeliveriesBuilder<'a> {
+    dashboard: &'a DashboardClient,
+    code: ShipmentCode,
+    page: Option<u32>,
+    page_size: Option<u32>,
+}
+
+impl ShipmentDeliveriesBuilder<'_> {
+    /// Page number `page`, from 1 (default 1); a stream starts there.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::ShipmentCode;
+    /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
+    /// let older = dashboard.webhooks().shipment_deliveries(&code).page(2).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page(mut self, page: u32) -> Self {
+        self.page = Some(page);
+        self
+    }
+
+    /// `page_size` attempts per page, 1 to 100 (the service's default is
+    /// 20).
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::ShipmentCode;
+    /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
+    /// let history = dashboard.webhooks().shipment_deliveries(&code).page_size(100).send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
+    /// Fetches the page. Page 0 or a page size outside 1 to 100 fails
+    /// before sending; a code that is not one of the merchant's shipments
+    /// is a 404.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use futures_util::TryStreamExt as _;
+    /// use shipment_sdk::model::ShipmentCode;
+    /// // Every failed attempt to a registered webhook, to send them again.
+    /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
+    /// let failed = dashboard
+    ///     .webhooks()
+    ///     .shipment_deliveries(&code)
+    ///     .page_size(100)
+    ///     .send()
+    ///     .await?
+    ///     .into_stream()
+    ///     .try_filter(|d| std::future::ready(!d.success && d.webhook_id.is_some()))
+    ///     .try_collect::<Vec<_>>()
+    ///     .await?;
+    /// for d in failed {
+    ///     if let Some(hook) = d.webhook_id {
+    ///         dashboard.webhooks().redeliver(hook, d.id).await?;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(self) -> Result<Page<Delivery>> {
+        checks::paging(self.page, self.page_size)?;
+        let mut call = Call::get("/webhooks/deliveries", "/webhooks/deliveries")
+            .param("shipment_code", &self.code)
+            .param("page", self.page.unwrap_or(1));
         if let Some(size) = self.page_size {
             call = call.param("page_size", size);
         }

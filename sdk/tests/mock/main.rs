@@ -4,6 +4,8 @@
 mod dashboard;
 mod errors;
 mod helpers;
+mod listen;
+mod redelivery;
 mod retries;
 mod shipments;
 mod spans;

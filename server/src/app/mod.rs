@@ -19,6 +19,7 @@ pub mod api_keys;
 pub mod auth;
 pub mod couriers;
 pub mod fixtures;
+pub mod listen;
 pub mod shipments;
 pub mod testing;
 pub mod webhooks;
@@ -48,6 +49,9 @@ pub struct AppState {
     /// Faults and duplicate deliveries armed by merchants, when the server
     /// runs with `--test-controls`; `None` otherwise.
     pub test_controls: Option<Arc<testing::TestControls>>,
+    /// The listeners (`GET /webhooks/listen`) connected to this process,
+    /// fed by its dispatcher.
+    pub listeners: crate::webhooks::listeners::Listeners,
 }
 
 impl AppState {
@@ -71,6 +75,7 @@ impl AppState {
             outbox_signal,
             dashboard_secure_cookies: false,
             test_controls: None,
+            listeners: crate::webhooks::listeners::Listeners::new(),
         }
     }
 
@@ -113,6 +118,9 @@ pub enum Error {
         /// Seconds until the window ends.
         retry_after_secs: u64,
     },
+    /// The merchant has as many listeners connected as it may.
+    #[error(transparent)]
+    TooManyListeners(#[from] crate::webhooks::listeners::TooManyListeners),
     /// The database failed (a server fault; details are logged, not shown).
     #[error(transparent)]
     Store(#[from] StoreError),

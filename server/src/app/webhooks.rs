@@ -1,9 +1,12 @@
 //! Webhooks of a merchant: registered (the URL checked, the signing key
-//! shown once), listed, switched on and off, deleted, their delivery log;
-//! and the merchant's shipment signing key.
+//! shown once), listed, switched on and off, deleted, their delivery log,
+//! redelivery on request, and a shipment's delivery history; and the
+//! merchant's shipment signing key.
 
+use chrono::{DateTime, Utc};
 use shipment_sdk::model::{
-    Delivery, DeliveryId, Page, ShipmentCode, SigningKey, Webhook, WebhookId, WebhookUrl,
+    Delivery, DeliveryId, Page, RedeliveryQueued, ShipmentCode, SigningKey, Webhook, WebhookId,
+    WebhookUrl,
 };
 
 use super::{AppState, Error, Result};
@@ -35,6 +38,8 @@ fn delivery(d: DeliveryRecord) -> Result<Delivery> {
     out.success = d.error.is_none();
     out.status_code = d.status_code;
     out.error = d.error;
+    out.webhook_id = d.webhook_id.map(WebhookId::new);
+    out.redelivery_of = d.redelivery_of.map(DeliveryId::new);
     Ok(out)
 }
 
@@ -163,4 +168,106 @@ pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<Si
         .set_shipment_signing_key(merchant_id, &sealed)
         .await?;
     Ok(SigningKey::new(signing_key, created_at))
+}
+
+/// The most redeliveries one "redeliver failures" call queues. Each is an
+/// outbox row written in one transaction, and the dispatcher works through
+/// them alongside every live change, so a bound keeps one call from
+/// flooding the outbox (and the receiver that just came back). When more
+/// failures match, the answer says `truncated`, and calling again queues
+/// the rest: changes whose redelivery is still waiting are skipped.
+pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
+
+/// Sends delivery `delivery_id` of the merchant's webhook `id` again,
+/// through the outbox: the same snapshot (body bytes and version) to the
+/// webhook's URL, signed with its current key, even if the webhook is
+/// disabled now (a person asked for it). A successful delivery may be
+/// sent again too. The new attempt is logged with `redelivery_of`.
+pub async fn redeliver(
+    state: &AppState,
+    merchant_id: i64,
+    id: WebhookId,
+    delivery_id: DeliveryId,
+) -> Result<RedeliveryQueued> {
+    get_webhook(state, merchant_id, id).await?;
+    state
+        .store
+        .redeliver(merchant_id, id.get(), delivery_id.get())
+        .await?
+        .ok_or_else(|| Error::NotFound("this webhook has no delivery with this id".into()))?;
+    state.outbox_signal.notify_one();
+    Ok(RedeliveryQueued::new(1, false))
+}
+
+/// Sends again, through the outbox, every change whose delivery to the
+/// merchant's webhook `id` failed between `since` and `until` (now when
+/// `None`), both included, and has not been delivered to it successfully
+/// since: once per change however many attempts failed (naming the latest
+/// failed one), oldest first, at most [`MAX_REDELIVERIES_PER_CALL`].
+pub async fn redeliver_failures(
+    state: &AppState,
+    merchant_id: i64,
+    id: WebhookId,
+    since: DateTime<Utc>,
+    until: Option<DateTime<Utc>>,
+) -> Result<RedeliveryQueued> {
+    // An explicit range must make sense; a `since` a little ahead of the
+    // server's clock (with `until` left to now) matches nothing, no error.
+    if until.is_some_and(|until| until < since) {
+        return Err(FieldError::invalid(
+            "failed_until",
+            "`failed_until` must not be before `failed_since`",
+        )
+        .into());
+    }
+    let until = until.unwrap_or_else(crate::store::now);
+    get_webhook(state, merchant_id, id).await?;
+    let (queued, truncated) = state
+        .store
+        .redeliver_failures(
+            merchant_id,
+            id.get(),
+            since,
+            until,
+            MAX_REDELIVERIES_PER_CALL,
+        )
+        .await?;
+    if queued > 0 {
+        state.outbox_signal.notify_one();
+    }
+    Ok(RedeliveryQueued::new(queued, truncated))
+}
+
+/// A page of the delivery history of the merchant's shipment `code`:
+/// every attempt to each of its webhooks and to the shipment's own
+/// `webhook_url`, newest first. Not found when the code is none of the
+/// merchant's shipments (another merchant's is not told apart).
+pub async fn shipment_deliveries(
+    state: &AppState,
+    merchant_id: i64,
+    code: &ShipmentCode,
+    page: u32,
+    page_size: u32,
+) -> Result<Page<Delivery>> {
+    let owned = state
+        .store
+        .shipment(code.as_str())
+        .await?
+        .is_some_and(|s| s.merchant_id == merchant_id);
+    if !owned {
+        return Err(Error::NotFound(format!(
+            "you have no shipment with the code {code}"
+        )));
+    }
+    let offset = u64::from(page - 1) * u64::from(page_size);
+    let (rows, total) = state
+        .store
+        .shipment_deliveries(merchant_id, code.as_str(), page_size, offset)
+        .await?;
+    Ok(Page::new(
+        rows.into_iter().map(delivery).collect::<Result<_>>()?,
+        page,
+        page_size,
+        total,
+    ))
 }

@@ -23,6 +23,7 @@ mod api_keys;
 mod auth;
 mod layout;
 mod overview;
+mod redelivery;
 mod session;
 mod shipments;
 mod webhooks;
@@ -61,6 +62,14 @@ pub fn router() -> Router<AppState> {
         .route("/webhooks/{id}", get(webhooks::show_webhook))
         .route("/webhooks/{id}/enable", post(webhooks::enable_webhook))
         .route("/webhooks/{id}/disable", post(webhooks::disable_webhook))
+        .route(
+            "/webhooks/{id}/redeliver",
+            post(redelivery::redeliver_failures),
+        )
+        .route(
+            "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(redelivery::redeliver_delivery),
+        )
         .route(
             "/webhooks/{id}/delete",
             get(webhooks::confirm_delete_webhook).post(webhooks::delete_webhook),
@@ -179,7 +188,9 @@ pub(crate) fn status_of(e: &app::Error) -> StatusCode {
         }
         app::Error::NotFound(_) => StatusCode::NOT_FOUND,
         app::Error::WrongCredentials => StatusCode::UNAUTHORIZED,
-        app::Error::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+        app::Error::Throttled { .. } | app::Error::TooManyListeners(_) => {
+            StatusCode::TOO_MANY_REQUESTS
+        }
         e if e.is_temporary() => StatusCode::SERVICE_UNAVAILABLE,
         app::Error::Store(_) | app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -1,5 +1,5 @@
 //! Shipment pages: the list with a status filter and pages, and one
-//! shipment with its timeline.
+//! shipment with its timeline and its latest deliveries.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -8,12 +8,14 @@ use maud::html;
 use shipment_sdk::model::{Page as ListPage, Shipment, Status};
 
 use super::layout::{self, Section, Tone};
+use super::redelivery::{Back, Queued, deliveries_table};
 use super::session::Signed;
 use super::{Page, PageError, PageResult};
 use crate::app::shipments::{self, get_shipment};
+use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, AppState};
 use crate::domain::code::ShipmentCode;
-use crate::domain::list_query::ListQuery;
+use crate::domain::list_query::{DEFAULT_PAGE_SIZE, ListQuery};
 use crate::store::shipments::Actor;
 
 /// The list's query: the API's, with empty fields (the filter form's "all
@@ -120,11 +122,14 @@ fn timeline(s: &Shipment) -> Vec<(&'static str, DateTime<Utc>)> {
     events
 }
 
-/// `GET /shipments/{code}`.
+/// `GET /shipments/{code}`: its details, its timeline, and its latest
+/// deliveries to every target (with a Redeliver button on each failure to
+/// a webhook); after that button, a notice of what was queued.
 pub(crate) async fn show_shipment(
     State(state): State<AppState>,
     signed: Signed,
     Path(code): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> PageResult {
     let code = ShipmentCode::parse(&code)
         .map_err(|_| PageError::NotFound("No shipment has this code."))?;
@@ -135,8 +140,13 @@ pub(crate) async fn show_shipment(
         }
         Err(e) => return Err(e.into()),
     };
+    // Nothing else is read from this page's query.
+    let (queued, _) = Queued::take(query.as_deref().unwrap_or(""));
+    let deliveries =
+        shipment_deliveries(&state, signed.merchant_id(), &code, 1, DEFAULT_PAGE_SIZE).await?;
     let dash = || html! { span.muted { "—" } };
     let body = html! {
+        @if let Some(q) = queued { (q.notice()) }
         div.columns {
             section.card {
                 h2 { "Details" }
@@ -161,6 +171,21 @@ pub(crate) async fn show_shipment(
                 ol.timeline {
                     @for (label, at) in timeline(&s) {
                         li { span.timeline-label { (label) } " " span.muted { (layout::when(&at)) } }
+                    }
+                }
+            }
+        }
+        section {
+            h2 { "Deliveries" }
+            @if deliveries.data.is_empty() {
+                p.muted { "Nothing has been delivered for this shipment yet: its changes go to your active webhooks, and to its own webhook_url if it has one." }
+            } @else {
+                (deliveries_table(&signed, &deliveries.data, Back::Shipment { code: &code, own_url: s.webhook_url.as_deref() }))
+                @if deliveries.total > u64::try_from(deliveries.data.len()).unwrap_or(u64::MAX) {
+                    p.muted.small {
+                        "The newest " (deliveries.data.len()) " of " (deliveries.total) ". "
+                        code { "shipctl shipments deliveries " (code) } " or "
+                        code { "GET /api/v1/webhooks/deliveries?shipment_code=" (code) } " lists them all."
                     }
                 }
             }

@@ -1,14 +1,15 @@
 //! Webhook pages: the list, register (the signing key shown once), enable
-//! and disable, delete with a confirmation, each webhook's delivery log,
-//! and rotating the shipment signing key.
+//! and disable, delete with a confirmation, each webhook's delivery log
+//! with its redelivery forms, and rotating the shipment signing key.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
-use shipment_sdk::model::Webhook;
+use shipment_sdk::model::{Webhook, WebhookId};
 
 use super::layout::{self, Section, Tone};
+use super::redelivery::{Back, Queued, deliveries_table};
 use super::session::{Signed, SignedForm};
 use super::{Page, PageError, PageResult, see_other};
 use crate::app::AppState;
@@ -197,7 +198,19 @@ pub(crate) async fn disable_webhook(
     set_active(&state, &id, form, false).await
 }
 
-/// `GET /webhooks/{id}?page=N`: the webhook and a page of its delivery log.
+/// What the "Redeliver failures since…" form shows in its fields: the
+/// last day by default, what was typed after a refusal.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RedeliverFields {
+    /// `failed_since`, as a `datetime-local` value.
+    pub since: String,
+    /// `failed_until`, as a `datetime-local` value (empty: now).
+    pub until: String,
+}
+
+/// `GET /webhooks/{id}?page=N`: the webhook, a page of its delivery log
+/// (with a Redeliver button on each failure), and "Redeliver failures
+/// since…"; after a redelivery form, a notice of what was queued.
 pub(crate) async fn show_webhook(
     State(state): State<AppState>,
     signed: Signed,
@@ -205,11 +218,46 @@ pub(crate) async fn show_webhook(
     RawQuery(query): RawQuery,
 ) -> PageResult {
     let id = numeric_id(&id)?;
-    let (page, page_size) = parse_page(query.as_deref().unwrap_or("")).map_err(app::Error::from)?;
-    let (w, log) = delivery_log(&state, signed.merchant_id(), id, page, page_size)
+    let (queued, query) = Queued::take(query.as_deref().unwrap_or(""));
+    let notice = queued.map(Queued::notice);
+    webhook_page(
+        &state,
+        &signed,
+        id,
+        &query,
+        StatusCode::OK,
+        notice,
+        &RedeliverFields::default(),
+    )
+    .await
+}
+
+/// The page of webhook `id` with the delivery log page `query` asks for,
+/// answered with `status`, a `notice` above it, and `fields` in the
+/// redelivery form.
+pub(crate) async fn webhook_page(
+    state: &AppState,
+    signed: &Signed,
+    id: WebhookId,
+    query: &str,
+    status: StatusCode,
+    notice: Option<Markup>,
+    fields: &RedeliverFields,
+) -> PageResult {
+    let (page, page_size) = parse_page(query).map_err(app::Error::from)?;
+    let (w, log) = delivery_log(state, signed.merchant_id(), id, page, page_size)
         .await?
         .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    let since = if fields.since.is_empty() {
+        // A day back, to the minute, as the field shows it.
+        (crate::store::now() - chrono::Duration::days(1))
+            .format("%Y-%m-%dT%H:%M")
+            .to_string()
+    } else {
+        fields.since.clone()
+    };
     let body = html! {
+        @if let Some(notice) = &notice { (notice) }
         div.card {
             dl.facts {
                 dt { "Endpoint" } dd.url { (w.url) }
@@ -217,7 +265,7 @@ pub(crate) async fn show_webhook(
                 dt { "Registered" } dd { (layout::when(&w.created_at)) }
             }
             div.inline-actions {
-                (toggle(&signed, &w, "detail"))
+                (toggle(signed, &w, "detail"))
                 a.button.button-small.button-danger href={ "/webhooks/" (w.webhook_id) "/delete" } { "Delete" }
             }
         }
@@ -226,41 +274,32 @@ pub(crate) async fn show_webhook(
             @if log.data.is_empty() {
                 p.muted { "Nothing has been delivered to this webhook yet." }
             } @else {
-                div.table-wrap {
-                    table {
-                        thead { tr { th { "Time" } th { "Shipment" } th { "Version" } th { "Outcome" } th { "Duration" } } }
-                        tbody {
-                            @for d in &log.data {
-                                tr {
-                                    td { (layout::when(&d.delivered_at)) }
-                                    td { a href={ "/shipments/" (d.shipment_code) } { code { (d.shipment_code) } } }
-                                    td { (d.version) }
-                                    td {
-                                        @if d.success {
-                                            span.badge.badge-good { "Delivered" }
-                                        } @else {
-                                            span.badge.badge-bad { "Failed" }
-                                        }
-                                        @if let Some(code) = d.status_code { " " span.muted { "HTTP " (code) } }
-                                        @if let Some(error) = &d.error { div.small.muted { (error) } }
-                                    }
-                                    td { (d.duration_ms) " ms" }
-                                }
-                            }
-                        }
-                    }
-                }
+                (deliveries_table(signed, &log.data, Back::Webhook))
             }
             (layout::pager(log.page, log.total_pages, log.total, &|p| format!("/webhooks/{id}?page={p}")))
         }
+        section.card {
+            h2 { "Redeliver failures since…" }
+            p.muted {
+                "Sends every change whose delivery to this webhook failed in that time, and has not been delivered since, once more: "
+                "the same body and version as the first time, signed with this webhook's key (even while it is disabled). "
+                "Times are UTC. Failed deliveries are never sent again unless someone asks."
+            }
+            form.stack method="post" action={ "/webhooks/" (w.webhook_id) "/redeliver" } {
+                (layout::csrf(signed))
+                label for="failed-since" { "Failed since (UTC)" }
+                input #failed-since type="datetime-local" name="failed_since" value=(since) required;
+                label for="failed-until" { "Failed until (UTC; empty for now)" }
+                input #failed-until type="datetime-local" name="failed_until" value=(fields.until);
+                button.button.button-primary type="submit" { "Redeliver failures" }
+            }
+        }
         p { a href="/webhooks" { "← All webhooks" } }
     };
-    Ok(Page::ok(layout::page(
-        &signed,
-        Section::Webhooks,
-        "Webhook",
-        &body,
-    )))
+    Ok(Page(
+        status,
+        layout::page(signed, Section::Webhooks, "Webhook", &body),
+    ))
 }
 
 /// `GET /webhooks/{id}/delete`: the confirmation step.

@@ -214,6 +214,7 @@ impl From<app::Error> for ApiError {
             e @ app::Error::Throttled { retry_after_secs } => {
                 ApiError::rate_limited(e.to_string(), retry_after_secs)
             }
+            e @ app::Error::TooManyListeners(_) => ApiError::rate_limited(e.to_string(), 5),
             app::Error::Store(e) => e.into(),
             app::Error::Internal(cause) => ApiError::internal(&cause),
         }

@@ -20,6 +20,7 @@ mod courier_side;
 pub mod error;
 pub mod extract;
 mod health;
+mod listen;
 mod merchant_couriers;
 pub mod openapi;
 pub(crate) mod shipments;
@@ -46,6 +47,7 @@ pub(crate) fn router(state: AppState, with_metrics: bool, pages: Router<AppState
         .merge(auth::router())
         .merge(api_keys::router())
         .merge(webhooks::router())
+        .merge(listen::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
     let api = testing::mount(api, &state);
     let mut app = Router::new()

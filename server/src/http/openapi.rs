@@ -286,7 +286,13 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         super::webhooks::set_active,
         super::webhooks::delete_webhook,
         super::webhooks::deliveries,
+        super::webhooks::redeliver_delivery,
+        super::webhooks::redeliver_failures,
+        super::webhooks::shipment_deliveries,
         super::webhooks::rotate_shipment_signing_key,
+        super::listen::listen,
+        super::listen::get_listener_signing_key,
+        super::listen::rotate_listener_signing_key,
         super::testing::arm_fault,
         super::testing::disarm_faults,
         super::testing::advance_shipment,
@@ -297,6 +303,9 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         (name = "shipments", description = "The merchant's shipments (X-API-KEY)"),
         (name = "courier", description = "The courier side (reference server only; courier keys)"),
         (name = "dashboard", description = "Sign-in, API keys and webhooks (Bearer)"),
+        (name = "listen", description = "Listening to the merchant's changes as signed \
+                                         deliveries, for `shipctl listen --forward-to` \
+                                         (X-API-KEY or Bearer)"),
         (name = "testing", description = "Test controls for a merchant's CI (X-API-KEY): faults \
                                           on its next requests, advancing a shipment, duplicate \
                                           webhook deliveries. These routes exist only on a server \

@@ -1,12 +1,14 @@
 //! The dashboard's webhook management (Bearer): register, list, enable or
-//! disable, delete, the delivery log, and the shipment signing key.
+//! disable, delete, the delivery log, redelivery, a shipment's delivery
+//! history, and the shipment signing key.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{
-    Delivery, List, NewWebhook, Page, RegisterWebhook, SetWebhookActive, SigningKey, Webhook,
+    Delivery, List, NewWebhook, Page, RedeliverFailures, RedeliveryQueued, RegisterWebhook,
+    SetWebhookActive, ShipmentCode, SigningKey, Webhook,
 };
 
 use super::ApiError;
@@ -14,8 +16,9 @@ use super::extract::ApiJson;
 use super::openapi::{IdParam, PageParams, Problems};
 use crate::app::auth::Session;
 use crate::app::webhooks;
-use crate::app::{AppState, numeric_id};
+use crate::app::{self, AppState, numeric_id};
 use crate::domain::list_query::parse_page;
+use crate::domain::{FieldError, FieldErrorKind};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -24,8 +27,42 @@ pub(super) fn router() -> Router<AppState> {
             "/webhooks/shipment-signing-key",
             post(rotate_shipment_signing_key),
         )
+        // A static segment: matched before `/webhooks/{id}`, whose other
+        // methods it answers with 405.
+        .route("/webhooks/deliveries", get(shipment_deliveries))
         .route("/webhooks/{id}", patch(set_active).delete(delete_webhook))
         .route("/webhooks/{id}/deliveries", get(deliveries))
+        .route(
+            "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(redeliver_delivery),
+        )
+        .route("/webhooks/{id}/redeliver", post(redeliver_failures))
+}
+
+/// The path of one delivery of a webhook.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[expect(dead_code, reason = "described in the document, never built")]
+struct DeliveryParams {
+    /// The webhook's id
+    #[param(minimum = 1)]
+    id: i64,
+    /// The delivery's id (`id` in the delivery log)
+    #[param(minimum = 1)]
+    delivery_id: i64,
+}
+
+/// The shipment of a delivery history.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[expect(dead_code, reason = "described in the document, never built")]
+struct ShipmentCodeParam {
+    /// The shipment's code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U
+    #[param(
+        pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$",
+        example = "SHP-7K3M-Q9ZX"
+    )]
+    shipment_code: String,
 }
 
 #[utoipa::path(
@@ -142,6 +179,133 @@ async fn deliveries(
         .await?
         .ok_or_else(webhooks::no_such_webhook)?;
     Ok(Json(log))
+}
+
+/// Sends one delivery again. The change's snapshot (the same body bytes
+/// and `version`) goes through the outbox to the webhook's URL, signed with
+/// its current key, even if the webhook is disabled now; the new attempt
+/// appears in the delivery log with `redelivery_of` set to this delivery,
+/// under a new `X-Service-Delivery-Id`. A successful delivery may be sent
+/// again too. 404 when the webhook is not yours or the delivery is not one
+/// of its own. Failed deliveries are never retried without being asked.
+#[utoipa::path(
+    post,
+    path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+    tag = "dashboard",
+    summary = "Send one delivery again",
+    security(("bearer" = [])),
+    params(DeliveryParams),
+    responses(
+        (status = 202, description = "Queued: `{\"queued\": 1, \"truncated\": false}`", body = RedeliveryQueued),
+        Problems
+    )
+)]
+async fn redeliver_delivery(
+    State(state): State<AppState>,
+    session: Session,
+    Path((id, delivery_id)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<RedeliveryQueued>), ApiError> {
+    let (id, delivery_id) = (numeric_id(&id)?, numeric_id(&delivery_id)?);
+    let queued = webhooks::redeliver(&state, session.merchant_id, id, delivery_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// Sends again every change whose delivery to the webhook failed between
+/// `failed_since` and `failed_until` (default: now), both included, and
+/// has not been delivered to it successfully since: once per change
+/// however many of its attempts failed (the redelivery names the latest
+/// failed one in `redelivery_of`), oldest first, through the outbox. At
+/// most 10,000 per call: when more match, `truncated` is true, and
+/// calling again with the same range queues the rest (changes whose
+/// redelivery is still waiting are skipped, so nothing is queued twice).
+#[utoipa::path(
+    post,
+    path = "/webhooks/{id}/redeliver",
+    tag = "dashboard",
+    summary = "Send every failure since a time again",
+    security(("bearer" = [])),
+    params(IdParam),
+    request_body = RedeliverFailures,
+    responses(
+        (status = 202, description = "Queued, one per change", body = RedeliveryQueued),
+        Problems
+    )
+)]
+async fn redeliver_failures(
+    State(state): State<AppState>,
+    session: Session,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RedeliverFailures>,
+) -> Result<(StatusCode, Json<RedeliveryQueued>), ApiError> {
+    let id = numeric_id(&id)?;
+    let queued = webhooks::redeliver_failures(
+        &state,
+        session.merchant_id,
+        id,
+        body.failed_since,
+        body.failed_until,
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// The delivery history of one of your shipments: every attempt to each of
+/// your webhooks (`webhook_id`) and to the shipment's own `webhook_url`
+/// (`webhook_id` null), redeliveries included, newest first. 404 when the
+/// code is not one of your shipments.
+#[utoipa::path(
+    get,
+    path = "/webhooks/deliveries",
+    tag = "dashboard",
+    summary = "A shipment's delivery history, newest first",
+    security(("bearer" = [])),
+    params(ShipmentCodeParam, PageParams),
+    responses(
+        (status = 200, description = "One page", body = Page<Delivery>),
+        Problems
+    )
+)]
+async fn shipment_deliveries(
+    State(state): State<AppState>,
+    session: Session,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Page<Delivery>>, ApiError> {
+    let (code, page, page_size) = history_query(query.as_deref().unwrap_or(""))?;
+    let history =
+        webhooks::shipment_deliveries(&state, session.merchant_id, &code, page, page_size).await?;
+    Ok(Json(history))
+}
+
+/// `shipment_code` (required, once), `page` and `page_size`, strictly.
+fn history_query(raw: &str) -> Result<(ShipmentCode, u32, u32), app::Error> {
+    const FIELD: &str = "shipment_code";
+    let mut code = None;
+    let mut paging = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in url::form_urlencoded::parse(raw.as_bytes()) {
+        if name != FIELD {
+            paging.append_pair(&name, &value);
+            continue;
+        }
+        if code.is_some() {
+            return Err(
+                FieldError::invalid(FIELD, "`shipment_code` is given more than once").into(),
+            );
+        }
+        let parsed = ShipmentCode::parse(&value).map_err(|_| {
+            FieldError::invalid(
+                FIELD,
+                "`shipment_code` must be a shipment code such as SHP-7K3M-Q9ZX",
+            )
+        })?;
+        code = Some(parsed);
+    }
+    let (page, page_size) = parse_page(&paging.finish())?;
+    let code = code.ok_or_else(|| FieldError {
+        kind: FieldErrorKind::Missing,
+        field: FIELD.to_owned(),
+        detail: "`shipment_code` is required".to_owned(),
+    })?;
+    Ok((code, page, page_size))
 }
 
 #[utoipa::path(

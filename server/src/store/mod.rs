@@ -23,6 +23,7 @@ use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 pub mod api_keys;
 pub mod auth;
 pub mod couriers;
+pub mod listen;
 pub mod merchants;
 pub mod outbox;
 mod query;

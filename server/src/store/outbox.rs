@@ -1,7 +1,8 @@
 //! The transactional outbox: a row per shipment change, written in the
 //! change's own transaction with what its delivery needs, claimed by a
 //! dispatcher under a lease, and marked done once every target has been
-//! attempted.
+//! attempted; and a row per redelivery someone asked for, which copies the
+//! change's row and goes to one webhook only.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -30,6 +31,13 @@ pub struct OutboxRow {
     /// Deliveries already logged for this row: more than zero only when a
     /// process died before it marked the row done.
     pub attempts: i64,
+    /// A redelivery goes to this webhook only (even if it is disabled now:
+    /// someone asked for it); `None` for a change's own row, which goes to
+    /// every target.
+    pub only_webhook_id: Option<i64>,
+    /// The delivery (log id) a redelivery sends again, logged with each
+    /// attempt; `None` for a change's own row.
+    pub redelivery_of: Option<i64>,
 }
 
 impl OutboxRow {
@@ -121,6 +129,7 @@ macro_rules! claim_sql {
             "ORDER BY o.id LIMIT $4",
             $lock,
             ") RETURNING id, shipment_id, merchant_id, shipment_code, version, payload, ",
+            "only_webhook_id, redelivery_of, ",
             "CASE WHEN outbox.signing_key_merchant_id IS NULL ",
             "THEN (SELECT s.webhook_url FROM shipments s WHERE s.id = outbox.shipment_id) ",
             "ELSE outbox.webhook_url END AS webhook_url, ",
@@ -130,6 +139,77 @@ macro_rules! claim_sql {
         )
     };
 }
+
+/// A redelivery of one delivery of the merchant's webhook: the change's
+/// outbox row copied (shipment, version, payload byte for byte), for that
+/// webhook only, naming the delivery it repeats. `$1` delivery, `$2`
+/// webhook, `$3` merchant, `$4` now. The shipment's own URL is left out
+/// (`webhook_url` NULL) and `signing_key_merchant_id` is set, so the claim
+/// adds no target of its own.
+const REDELIVER: &str = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
+                         payload, signing_key_merchant_id, only_webhook_id, redelivery_of, \
+                         created_at) \
+                         SELECT o.shipment_id, o.merchant_id, o.shipment_code, o.version, \
+                         o.payload, o.merchant_id, d.webhook_id, d.id, $4 \
+                         FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id \
+                         WHERE d.id = $1 AND d.webhook_id = $2 AND d.merchant_id = $3 \
+                         RETURNING id";
+
+/// The changes whose delivery to webhook `$1` (of merchant `$2`) failed
+/// between `$3` and `$4` (inclusive), each with its latest failed attempt
+/// in the range (`d`) and that attempt's outbox row (`o`); less those
+/// delivered successfully to the webhook after that attempt, and those
+/// with a redelivery to it still waiting in the outbox (so a second call
+/// does not queue them twice, and a call cut at the limit can be
+/// repeated for the rest).
+///
+/// A change is its shipment and version: every outbox row of one change,
+/// its own and each redelivery's, carries both, so grouping the log by
+/// them groups a change's attempts without walking `redelivery_of`
+/// chains. `first_row` (the change's earliest outbox row failing in the
+/// range) orders them oldest first. The failures come from the partial
+/// index `webhook_deliveries_failed`; the later-success and waiting
+/// checks are probes of `webhook_deliveries_by_shipment` and
+/// `outbox_pending_by_shipment`.
+macro_rules! failed_changes {
+    () => {
+        concat!(
+            "FROM (SELECT MAX(f.id) AS latest, MIN(f.outbox_id) AS first_row ",
+            "FROM webhook_deliveries f WHERE f.webhook_id = $1 AND f.merchant_id = $2 ",
+            "AND f.error IS NOT NULL ",
+            "AND f.delivered_at >= $3 AND f.delivered_at <= $4 ",
+            "GROUP BY f.shipment_code, f.version) failed ",
+            "JOIN webhook_deliveries d ON d.id = failed.latest ",
+            "JOIN outbox o ON o.id = d.outbox_id ",
+            "WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries s WHERE s.merchant_id = $2 ",
+            "AND s.shipment_code = d.shipment_code AND s.version = d.version ",
+            "AND s.webhook_id = $1 AND s.error IS NULL AND s.id > d.id) ",
+            "AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.shipment_id = o.shipment_id ",
+            "AND p.done_at IS NULL AND p.only_webhook_id = $1 AND p.version = o.version) ",
+        )
+    };
+}
+
+/// Queues a redelivery of each of [`failed_changes!`], oldest first, at
+/// most `$6`, at `$5`. (Rows are numbered in the `ORDER BY`'s order, so
+/// the dispatcher sends a shipment's versions in order.)
+const REDELIVER_FAILED: &str = concat!(
+    "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, ",
+    "signing_key_merchant_id, only_webhook_id, redelivery_of, created_at) ",
+    "SELECT o.shipment_id, o.merchant_id, o.shipment_code, o.version, o.payload, ",
+    "o.merchant_id, d.webhook_id, d.id, $5 ",
+    failed_changes!(),
+    "ORDER BY failed.first_row LIMIT $6 RETURNING id"
+);
+
+/// Whether any of [`failed_changes!`] is left (after [`REDELIVER_FAILED`],
+/// in its transaction: what it queued is waiting, so no longer counts).
+const MORE_FAILED: &str = concat!("SELECT EXISTS (SELECT 1 ", failed_changes!(), ")");
+
+/// The advisory lock of bulk redeliveries to one webhook (PostgreSQL; on
+/// SQLite every write transaction is alone already): tagged so it meets no
+/// other lock of the store, and the webhook's id below.
+const REDELIVERY_LOCK_TAG: i64 = 0x5244_4C56 << 32;
 
 /// SQLite has no row locks: its claim runs in an immediate transaction.
 const CLAIM_SQLITE: &str = claim_sql!("");
@@ -185,12 +265,17 @@ impl Store {
     /// already attempted for that row, so a re-claim does not send them
     /// twice.
     ///
+    /// A redelivery goes to its one webhook only, signed with that
+    /// webhook's current key, whether or not the webhook is active (a
+    /// person asked for it); to nothing if the webhook was deleted since,
+    /// and the row is then simply finished.
+    ///
     /// A merchant's webhooks are read once for the whole batch, however
     /// many of its rows the batch holds; attempted URLs only for the rarely
     /// re-claimed rows that have some.
     pub async fn outbox_targets(&self, rows: &[OutboxRow]) -> Result<Vec<Vec<Target>>, StoreError> {
         let mut webhooks: HashMap<i64, Vec<Target>> = HashMap::new();
-        for row in rows {
+        for row in rows.iter().filter(|r| r.only_webhook_id.is_none()) {
             if let Entry::Vacant(merchant) = webhooks.entry(row.merchant_id) {
                 merchant.insert(self.active_webhooks(row.merchant_id).await?);
             }
@@ -202,16 +287,43 @@ impl Store {
             } else {
                 Vec::new()
             };
-            let registered = webhooks.get(&row.merchant_id).into_iter().flatten();
-            targets.push(
-                registered
+            let all: Vec<Target> = match row.only_webhook_id {
+                Some(id) => self
+                    .webhook_target(row.merchant_id, id)
+                    .await?
+                    .into_iter()
+                    .collect(),
+                None => webhooks
+                    .get(&row.merchant_id)
+                    .into_iter()
+                    .flatten()
                     .cloned()
                     .chain(row.own_target())
+                    .collect(),
+            };
+            targets.push(
+                all.into_iter()
                     .filter(|t| !attempted.contains(&t.url))
                     .collect(),
             );
         }
         Ok(targets)
+    }
+
+    /// One of the merchant's webhooks as a target, active or not.
+    async fn webhook_target(
+        &self,
+        merchant_id: i64,
+        webhook_id: i64,
+    ) -> Result<Option<Target>, StoreError> {
+        let sql = "SELECT id AS webhook_id, url, signing_key_encrypted AS signing_key_sealed \
+                   FROM webhooks WHERE merchant_id = $1 AND id = $2";
+        Ok(self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(webhook_id)
+            .fetch_optional()
+            .await?)
     }
 
     /// The merchant's active webhooks as targets, oldest first.
@@ -227,7 +339,8 @@ impl Store {
         Ok(self.query(sql).bind(outbox_id).scalars().await?)
     }
 
-    /// Logs one attempt. A second record for the same row and URL is ignored.
+    /// Logs one attempt, with the delivery a redelivery repeats. A second
+    /// record for the same row and URL is ignored.
     pub async fn record_delivery(
         &self,
         row: &OutboxRow,
@@ -235,8 +348,9 @@ impl Store {
         attempt: &Attempt,
     ) -> Result<(), StoreError> {
         let sql = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
-                   shipment_code, version, status_code, error, duration_ms, delivered_at) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                   shipment_code, version, status_code, error, duration_ms, delivered_at, \
+                   redelivery_of) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
                    ON CONFLICT (outbox_id, url) DO NOTHING";
         self.query(sql)
             .bind(row.id)
@@ -249,9 +363,82 @@ impl Store {
             .bind(attempt.error.as_deref())
             .bind(attempt.duration_ms)
             .bind(now())
+            .bind(row.redelivery_of)
             .execute()
             .await?;
         Ok(())
+    }
+
+    /// Queues a redelivery of delivery `delivery_id`, which must be one of
+    /// webhook `webhook_id`'s (of merchant `merchant_id`): the change's
+    /// snapshot, byte for byte, to that webhook alone. Returns the new
+    /// outbox row's id, or `None` when the webhook has no such delivery.
+    ///
+    /// Any delivery may be sent again, a successful one too (someone
+    /// asked for it). One statement, so the row is written whole or not at
+    /// all; the caller wakes the dispatcher.
+    pub async fn redeliver(
+        &self,
+        merchant_id: i64,
+        webhook_id: i64,
+        delivery_id: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .query(REDELIVER)
+            .bind(delivery_id)
+            .bind(webhook_id)
+            .bind(merchant_id)
+            .bind(now())
+            .scalar_optional()
+            .await?)
+    }
+
+    /// Queues one redelivery per change whose delivery to webhook
+    /// `webhook_id` (of merchant `merchant_id`) failed in `[since, until]`
+    /// and was not delivered successfully to it afterwards, however many of
+    /// its attempts failed, naming the latest failed one; oldest change
+    /// first, at most `limit`. Changes with a redelivery to this webhook
+    /// still waiting are left out. Returns how many were queued, and
+    /// whether more were left (so calling again queues the rest).
+    ///
+    /// The selection is one statement on either engine, and the rows are
+    /// written in one transaction; on PostgreSQL an advisory lock per
+    /// webhook keeps two calls at once from queuing a change twice.
+    pub async fn redeliver_failures(
+        &self,
+        merchant_id: i64,
+        webhook_id: i64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<(u32, bool), StoreError> {
+        let mut tx = self.begin().await?;
+        tx.lock_exclusively(REDELIVERY_LOCK_TAG | webhook_id)
+            .await?;
+        let queued: Vec<i64> = tx
+            .query(REDELIVER_FAILED)
+            .bind(webhook_id)
+            .bind(merchant_id)
+            .bind(since)
+            .bind(until)
+            .bind(now())
+            .bind(i64::from(limit))
+            .scalars()
+            .await?;
+        let queued = u32::try_from(queued.len()).unwrap_or(u32::MAX);
+        let more = if queued < limit {
+            false
+        } else {
+            tx.query(MORE_FAILED)
+                .bind(webhook_id)
+                .bind(merchant_id)
+                .bind(since)
+                .bind(until)
+                .scalar()
+                .await?
+        };
+        tx.commit().await?;
+        Ok((queued, more))
     }
 
     /// Marks a row delivered, if `worker` still holds it.

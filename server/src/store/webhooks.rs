@@ -1,5 +1,5 @@
-//! Registered webhooks, their delivery log, and the merchant's shipment
-//! signing key.
+//! Registered webhooks, their delivery log, a shipment's delivery
+//! history, and the merchant's shipment signing key.
 
 use chrono::{DateTime, Utc};
 
@@ -43,6 +43,8 @@ pub struct WebhookInfo {
 #[allow(missing_docs)]
 pub struct DeliveryRecord {
     pub id: i64,
+    /// `None` for a shipment's own `webhook_url`, or a webhook deleted since.
+    pub webhook_id: Option<i64>,
     pub url: String,
     pub shipment_code: String,
     pub version: i64,
@@ -50,6 +52,16 @@ pub struct DeliveryRecord {
     pub error: Option<String>,
     pub duration_ms: i64,
     pub delivered_at: DateTime<Utc>,
+    /// The delivery a redelivery repeats; `None` for a first attempt.
+    pub redelivery_of: Option<i64>,
+}
+
+/// The columns of a [`DeliveryRecord`].
+macro_rules! delivery_columns {
+    () => {
+        "id, webhook_id, url, shipment_code, version, status_code, error, duration_ms, \
+         delivered_at, redelivery_of"
+    };
 }
 
 impl Store {
@@ -142,13 +154,50 @@ impl Store {
         offset: u64,
     ) -> Result<(Vec<DeliveryRecord>, u64), StoreError> {
         let count = "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1";
-        let page = "SELECT id, url, shipment_code, version, status_code, error, duration_ms, \
-                    delivered_at FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC \
-                    LIMIT $2 OFFSET $3";
+        let page = concat!(
+            "SELECT ",
+            delivery_columns!(),
+            " FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
+        );
         let total: i64 = self.query(count).bind(webhook_id).scalar().await?;
         let rows = self
             .query(page)
             .bind(webhook_id)
+            .bind(i64::from(limit))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all()
+            .await?;
+        Ok((rows, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// A page of the delivery history of the merchant's shipment `code`,
+    /// across its webhooks and the shipment's own `webhook_url`, newest
+    /// first, and the total (an index probe: `webhook_deliveries_by_shipment`).
+    pub async fn shipment_deliveries(
+        &self,
+        merchant_id: i64,
+        code: &str,
+        limit: u32,
+        offset: u64,
+    ) -> Result<(Vec<DeliveryRecord>, u64), StoreError> {
+        let count = "SELECT COUNT(*) FROM webhook_deliveries \
+                     WHERE merchant_id = $1 AND shipment_code = $2";
+        let page = concat!(
+            "SELECT ",
+            delivery_columns!(),
+            " FROM webhook_deliveries WHERE merchant_id = $1 AND shipment_code = $2 \
+             ORDER BY id DESC LIMIT $3 OFFSET $4"
+        );
+        let total: i64 = self
+            .query(count)
+            .bind(merchant_id)
+            .bind(code)
+            .scalar()
+            .await?;
+        let rows = self
+            .query(page)
+            .bind(merchant_id)
+            .bind(code)
             .bind(i64::from(limit))
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
             .fetch_all()

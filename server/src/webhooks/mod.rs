@@ -17,6 +17,7 @@ use crate::store::outbox::{Attempt, OutboxRow, Target};
 use crate::store::{Store, StoreError};
 
 pub mod guard;
+pub mod listeners;
 
 /// Header naming a delivery, unique per change and target, so a receiver can
 /// spot a repeat after a dispatcher crash.
@@ -102,6 +103,8 @@ struct Inner {
     signal: Arc<Notify>,
     /// With `--test-controls`: asked per delivery whether to send it twice.
     test_controls: Option<Arc<crate::app::testing::TestControls>>,
+    /// Every claimed change goes to the listeners connected to this process.
+    listeners: listeners::Listeners,
 }
 
 impl Dispatcher {
@@ -137,6 +140,7 @@ impl Dispatcher {
                 per_target: std::sync::Mutex::default(),
                 signal: Arc::new(Notify::new()),
                 test_controls: None,
+                listeners: listeners::Listeners::new(),
                 worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             }),
         })
@@ -149,6 +153,16 @@ impl Dispatcher {
         let inner = Arc::into_inner(self.inner).expect("woken_by is called before cloning");
         Dispatcher {
             inner: Arc::new(Inner { signal, ..inner }),
+        }
+    }
+
+    /// This dispatcher, handing every change it claims to `listeners` (the
+    /// server's, which its listener streams subscribe to).
+    #[must_use]
+    pub fn feeding(self, listeners: listeners::Listeners) -> Dispatcher {
+        let inner = Arc::into_inner(self.inner).expect("feeding is called before cloning");
+        Dispatcher {
+            inner: Arc::new(Inner { listeners, ..inner }),
         }
     }
 
@@ -221,6 +235,22 @@ impl Dispatcher {
             .store
             .claim_outbox(&inner.worker, lease, limit)
             .await?;
+        // Committed and claimed: listeners get it now, in the same order
+        // per shipment as webhooks do. On PostgreSQL every server process
+        // has listeners of its own: the claim is announced to all of them
+        // (`listeners::relay`), this one included.
+        match inner.store.backend() {
+            crate::store::Backend::Sqlite => inner
+                .listeners
+                .publish(rows.iter().filter_map(OutboxRow::for_listeners)),
+            crate::store::Backend::Postgres if !rows.is_empty() => {
+                let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+                if let Err(e) = inner.store.announce_claimed(&ids).await {
+                    tracing::warn!(error = %e, "outbox: listeners will miss claimed changes");
+                }
+            }
+            crate::store::Backend::Postgres => {}
+        }
         let targets = inner.store.outbox_targets(&rows).await?;
         Ok(rows.into_iter().zip(targets).collect())
     }

@@ -6,6 +6,7 @@ mod browser;
 
 mod api_keys;
 mod auth;
+mod redelivery;
 mod serving;
 mod shipments;
 mod webhooks;

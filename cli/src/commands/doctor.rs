@@ -1,0 +1,1062 @@
+//! `shipctl doctor`: checks every part of a merchant's set-up in turn and
+//! says, for each that is wrong, the command that fixes it.
+//!
+//! The checks, in order, each needing the ones before it:
+//!
+//! 1. **profile**, **environment**, **base URL**: the settings in effect
+//!    and where each comes from (flag, variable, profile, default). A
+//!    configuration file that cannot be read is a failed check here, not an
+//!    error before any check, since finding it is what `doctor` is for.
+//! 2. **reachable**: one plain request to the base URL, timed; for https,
+//!    **TLS certificate**: its end date (a failure within 14 days); and
+//!    **clock**: the local clock against the answer's `Date` header (a
+//!    failure beyond 5 s).
+//! 3. **API key**: present, of the environment in effect, and accepted.
+//! 4. **session**: the dashboard session saved by `shipctl login`, valid
+//!    at this address and at the service, and when it ends.
+//! 5. **webhook N**: each webhook's last [`RECENT`] deliveries (failure
+//!    rate, last error); they need the session.
+//! 6. **listener key**: the key `shipctl listen` signs with exists.
+//!
+//! A check whose prerequisite failed is not run, and is listed as such.
+//! Every request goes out once (no retries) with a 10 s limit: `doctor`
+//! reports what it sees, and retries would hide the flaky network it is
+//! asked about.
+
+mod cert;
+mod probe;
+
+use std::io::{self, Write};
+
+use anstyle::{AnsiColor, Style};
+use chrono::Utc;
+use reqwest::Url;
+use serde::Serialize;
+use shipment_sdk::model::{Delivery, Webhook};
+use shipment_sdk::{Client, DashboardClient, Listener};
+
+use crate::cli::{EnvironmentName, GlobalArgs};
+use crate::config::{self, ConfigFile, GlobalSources, Paths, Session, Settings, Source};
+use crate::error::{FAILURE, Failure, Surface};
+use crate::output::{self, Format};
+use crate::{Ctx, USER_AGENT};
+
+/// How many of a webhook's latest deliveries the webhook check looks at.
+pub const RECENT: u32 = 20;
+
+/// The fix of a failure on the service's side.
+const TRY_AGAIN: &str = "try again in a minute; if it lasts, tell the service's operator";
+
+/// The outcome of one check, as printed and as `-o json` gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// What was checked ("API key", "webhook 3").
+    pub name: String,
+    /// Whether it passed (`false` as well when it was not run).
+    pub ok: bool,
+    /// Not run, because a check it needs failed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
+    /// What was found.
+    pub detail: String,
+    /// The command that fixes it, for a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn pass(name: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            ok: true,
+            skipped: false,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn fail(name: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            ok: false,
+            skipped: false,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn skip(name: impl Into<String>, why: &str) -> Check {
+        Check {
+            name: name.into(),
+            ok: false,
+            skipped: true,
+            detail: format!("not checked: {why}"),
+            fix: None,
+        }
+    }
+}
+
+/// The whole answer of `-o json`.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    ok: bool,
+    checks: &'a [Check],
+}
+
+/// Runs every check, prints them, and fails (exit 1) unless all passed.
+pub async fn exec(
+    global: GlobalArgs,
+    sources: GlobalSources,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let format = global.output;
+    let checks = diagnose(global, sources).await;
+    print(out, format, &checks)?;
+    let failed = checks.iter().filter(|c| !c.ok && !c.skipped).count();
+    let skipped = checks.iter().filter(|c| c.skipped).count();
+    if failed == 0 && skipped == 0 {
+        return Ok(());
+    }
+    let mut message = format!("{failed} of {} checks failed", checks.len());
+    if skipped > 0 {
+        message.push_str(&format!(", {skipped} not run"));
+    }
+    Err(Failure::new(FAILURE, message))
+}
+
+/// Every check, in order.
+async fn diagnose(global: GlobalArgs, sources: GlobalSources) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let ctx = match settings(global, sources) {
+        Ok(ctx) => ctx,
+        Err(check) => {
+            checks.push(check);
+            return checks;
+        }
+    };
+    let s = &ctx.settings;
+    checks.push(Check::pass(
+        "profile",
+        format!(
+            "{} ({}); configuration file {}",
+            s.profile.value,
+            origin(&s.profile.source),
+            describe_file(&ctx.paths),
+        ),
+    ));
+    checks.push(Check::pass(
+        "environment",
+        format!(
+            "{} ({})",
+            s.environment.value.as_str(),
+            origin(&s.environment.source)
+        ),
+    ));
+    let url = match base_url(&ctx) {
+        Ok(url) => {
+            let from = s.base_url.as_ref().map_or_else(
+                || "built-in default for staging".to_owned(),
+                |u| origin(&u.source),
+            );
+            checks.push(Check::pass("base URL", format!("{url} ({from})")));
+            Some(url)
+        }
+        Err(check) => {
+            checks.push(check);
+            None
+        }
+    };
+    let reachable = match &url {
+        Some(url) => reach(&ctx, url, &mut checks).await,
+        None => {
+            checks.push(Check::skip("reachable", "the base URL is not usable"));
+            false
+        }
+    };
+    let online = match (&url, reachable) {
+        (_, true) => Ok(()),
+        (None, false) => Err("the base URL is not usable"),
+        (Some(_), false) => Err("the service did not answer"),
+    };
+    let client = api_key(&ctx, online, &mut checks).await;
+    let dashboard = session(&ctx, online, &mut checks).await;
+    match (&dashboard, online) {
+        (_, Err(why)) => checks.push(Check::skip("webhooks", why)),
+        (None, Ok(())) => checks.push(Check::fail(
+            "webhooks",
+            "their delivery logs need a dashboard session",
+            login(&ctx),
+        )),
+        (Some((dashboard, hooks)), Ok(())) => webhooks(dashboard, hooks, &mut checks).await,
+    }
+    let listener = match (&client, &dashboard) {
+        (Some(client), _) => Some(client.listener()),
+        (None, Some((dashboard, _))) => Some(dashboard.listener()),
+        (None, None) => None,
+    };
+    checks.push(match (online, listener) {
+        (Err(why), _) => Check::skip(LISTENER, why),
+        (Ok(()), None) => Check::skip(LISTENER, "it needs an accepted API key or a session"),
+        (Ok(()), Some(listener)) => listener_key(listener).await,
+    });
+    checks
+}
+
+const LISTENER: &str = "listener key";
+
+/// The key `shipctl listen` signs with: one per merchant, made by the first
+/// `listen`, so a local app can be configured with it before that.
+async fn listener_key(listener: Listener<'_>) -> Check {
+    match listener.signing_key().await {
+        Ok(Some(key)) => Check::pass(
+            LISTENER,
+            format!(
+                "{}, made {}",
+                config::mask(key.signing_key.expose()),
+                output::short_time(&key.created_at)
+            ),
+        ),
+        Ok(None) => Check::fail(
+            LISTENER,
+            "none yet: `shipctl listen` makes it on its first run",
+            "`shipctl listen --print-secret` makes it now and prints it for your local app",
+        ),
+        Err(e) => Check::fail(
+            LISTENER,
+            format!(
+                "cannot read it: {}",
+                Failure::sdk(e, Surface::Webhooks).message
+            ),
+            TRY_AGAIN,
+        ),
+    }
+}
+
+/// Reads the configuration as every command does, but turns what goes
+/// wrong into a failed `profile` check.
+fn settings(global: GlobalArgs, sources: GlobalSources) -> Result<Ctx, Check> {
+    let failed = |f: Failure, fallback: &str| {
+        Check::fail(
+            "profile",
+            f.message,
+            f.hint.unwrap_or_else(|| fallback.to_owned()),
+        )
+    };
+    let paths = Paths::locate().map_err(|f| failed(f, "set SHIPCTL_CONFIG_DIR"))?;
+    let file =
+        ConfigFile::load(&paths).map_err(|f| failed(f, "fix the file by hand, or move it away"))?;
+    let settings = Settings::resolve(&global, sources, &file, false)
+        .map_err(|f| failed(f, "`shipctl config show` lists the profiles"))?;
+    Ok(Ctx {
+        global,
+        settings,
+        file,
+        paths,
+    })
+}
+
+/// Where a setting comes from, for people.
+fn origin(source: &Source) -> String {
+    match source {
+        Source::Flag(flag) => format!("from flag {flag}"),
+        Source::Env(var) => format!("from env {var}"),
+        Source::Profile(name) => format!("from profile {name} in config.toml"),
+        Source::FileDefault => "from default_profile in config.toml".to_owned(),
+        Source::Default => "built-in default".to_owned(),
+    }
+}
+
+fn describe_file(paths: &Paths) -> String {
+    let file = paths.config_file();
+    if file.exists() {
+        file.display().to_string()
+    } else {
+        format!("{} (none yet)", file.display())
+    }
+}
+
+/// ` --profile NAME` when the profile was chosen by flag, so a fix run as
+/// printed acts on the same profile.
+fn profile_arg(settings: &Settings) -> String {
+    match settings.profile.source {
+        Source::Flag(_) => format!(" --profile {}", settings.profile.value),
+        _ => String::new(),
+    }
+}
+
+/// How to change a setting where it comes from: a flag is given again, a
+/// variable exported again, anything else set in the profile.
+fn change(settings: &Settings, source: Option<&Source>, config_key: &str, value: &str) -> String {
+    match source {
+        Some(Source::Flag(flag)) => format!("pass `{flag} {value}`"),
+        Some(Source::Env(var)) => format!("`export {var}={value}`"),
+        _ => format!(
+            "`shipctl config set {config_key} {value}{}`",
+            profile_arg(settings)
+        ),
+    }
+}
+
+/// `shipctl login`, for the profile in effect.
+fn login(ctx: &Ctx) -> String {
+    format!("`shipctl login{}`", profile_arg(&ctx.settings))
+}
+
+/// The base URL in effect, if it can be used: an http(s) address, https
+/// for production unless it is this machine (the SDK's rules, checked here
+/// to say which setting to change).
+fn base_url(ctx: &Ctx) -> Result<Url, Check> {
+    let s = &ctx.settings;
+    let source = s.base_url.as_ref().map(|u| &u.source);
+    let fix = || change(s, source, "base-url", "https://.../api/v1");
+    if let Err(f) = s.sdk_environment() {
+        return Err(Check::fail("base URL", f.message, fix()));
+    }
+    let text = s.effective_base_url();
+    let url = match Url::parse(&text) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => url,
+        _ => {
+            return Err(Check::fail(
+                "base URL",
+                format!("`{text}` is not an http:// or https:// address"),
+                fix(),
+            ));
+        }
+    };
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Check::fail(
+            "base URL",
+            format!("`{text}` carries a query or fragment"),
+            fix(),
+        ));
+    }
+    if s.environment.value == EnvironmentName::Production
+        && url.scheme() != "https"
+        && !is_local(&url)
+    {
+        return Err(Check::fail(
+            "base URL",
+            format!("production needs an https:// address, not `{text}`"),
+            fix(),
+        ));
+    }
+    Ok(url)
+}
+
+/// The probe, and what its answer says about TLS and the clock. True when
+/// the service answered.
+async fn reach(ctx: &Ctx, url: &Url, checks: &mut Vec<Check>) -> bool {
+    let s = &ctx.settings;
+    let fix_address = || {
+        let change = change(s, s.base_url.as_ref().map(|u| &u.source), "base-url", "URL");
+        if is_local(url) {
+            format!("start the service (`shipment-server demo`), or point at another: {change}")
+        } else {
+            format!("check the address with your operator, then {change}")
+        }
+    };
+    let probe = match probe::probe(url).await {
+        Ok(probe) => probe,
+        Err(why) => {
+            // rustls's words for a certificate it refused ("invalid peer
+            // certificate: Expired", "... UnknownIssuer"): the address may
+            // well be right.
+            let fix = if why.contains("certificate") {
+                "the service's certificate was refused: if the address is right, its operator \
+                 must fix the certificate (for a private CA, point SSL_CERT_FILE at its \
+                 certificate)"
+                    .to_owned()
+            } else {
+                fix_address()
+            };
+            checks.push(Check::fail("reachable", why, fix));
+            if url.scheme() == "https" {
+                checks.push(Check::skip("TLS certificate", "the service did not answer"));
+            }
+            checks.push(Check::skip("clock", "the service did not answer"));
+            return false;
+        }
+    };
+    let took = format!("answered in {} ms", probe.elapsed.as_millis());
+    match probe.status {
+        300..=399 => {
+            // The SDK would follow it on every call (a POST becoming a
+            // GET): better to use where it points, when it says.
+            let target = probe
+                .location
+                .as_deref()
+                .and_then(|l| url.join(l).ok())
+                .map(|u| u.as_str().trim_end_matches('/').to_owned());
+            checks.push(Check::fail(
+                "reachable",
+                format!(
+                    "{took} with a redirect (HTTP {}) to {}",
+                    probe.status,
+                    target.as_deref().unwrap_or("nowhere")
+                ),
+                change(
+                    s,
+                    s.base_url.as_ref().map(|u| &u.source),
+                    "base-url",
+                    target.as_deref().unwrap_or("URL"),
+                ),
+            ));
+        }
+        502..=504 => checks.push(Check::fail(
+            "reachable",
+            format!(
+                "{took} HTTP {}: a proxy answered, the service behind it did not",
+                probe.status
+            ),
+            TRY_AGAIN,
+        )),
+        _ => checks.push(Check::pass("reachable", took)),
+    }
+    if let Some(validity) = probe.certificate {
+        checks.push(match validity {
+            None => Check::pass("TLS certificate", "trusted (its dates could not be read)"),
+            Some(validity) => match probe::judge_validity(&validity, Utc::now()) {
+                Ok(detail) => Check::pass("TLS certificate", detail),
+                Err(detail) => Check::fail(
+                    "TLS certificate",
+                    detail,
+                    "the service's operator must renew its certificate (shipctl cannot)",
+                ),
+            },
+        });
+    }
+    checks.push(match probe.date {
+        None => Check::pass("clock", "not compared: the answer had no Date header"),
+        Some(date) => {
+            let skew = probe::Skew::measure(probe.sent, probe.received, date);
+            let detail = format!("local clock {}", skew.describe());
+            if skew.within(probe::CLOCK_TOLERANCE) {
+                Check::pass("clock", detail)
+            } else {
+                Check::fail(
+                    "clock",
+                    format!(
+                        "{detail}: more than {} s off",
+                        probe::CLOCK_TOLERANCE.num_seconds()
+                    ),
+                    CLOCK_FIX,
+                )
+            }
+        }
+    });
+    true
+}
+
+/// How to set the clock right on this platform.
+const CLOCK_FIX: &str = if cfg!(target_os = "macos") {
+    "turn on network time: `sudo sntp -sS time.apple.com`, or System Settings > General > Date & Time"
+} else if cfg!(windows) {
+    "turn on network time: `w32tm /resync` (as administrator)"
+} else {
+    "turn on network time: `sudo timedatectl set-ntp true`"
+};
+
+/// Whether the address is this machine's (where the fix is to start the
+/// service, and plain http is fine even for production).
+fn is_local(url: &Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The API key: present, of the environment in effect, accepted. Returns
+/// the client when it was accepted.
+async fn api_key(ctx: &Ctx, online: Result<(), &str>, checks: &mut Vec<Check>) -> Option<Client> {
+    const NAME: &str = "API key";
+    let s = &ctx.settings;
+    let profile = profile_arg(s);
+    let Some(key) = &s.api_key else {
+        checks.push(Check::fail(
+            NAME,
+            format!("none for profile {}", s.profile.value),
+            format!(
+                "`shipctl login{profile}` then `shipctl keys create --save{profile}`, or \
+                 `shipctl config set api-key{profile}`"
+            ),
+        ));
+        return None;
+    };
+    let shown = format!("{} ({})", config::mask(&key.value), origin(&key.source));
+    // A new key goes where this one came from: a profile's is replaced by
+    // `--save`, but a flag or a variable would still win over it.
+    let new_key = || match &key.source {
+        Source::Flag(flag) => format!(
+            "`shipctl login{profile}`, make a key with `shipctl keys create`, and pass it to {flag}"
+        ),
+        Source::Env(var) => format!(
+            "`shipctl login{profile}`, make a key with `shipctl keys create`, and `export {var}=...`"
+        ),
+        _ => format!("`shipctl login{profile}` then `shipctl keys create --save{profile}`"),
+    };
+    // The key's own environment, by its prefix, when it is not the one in
+    // effect.
+    let belongs_to = if key.value.starts_with("sk_live_") {
+        EnvironmentName::Production
+    } else {
+        EnvironmentName::Staging
+    };
+    let switch = || {
+        let mut fix = change(
+            s,
+            Some(&s.environment.source),
+            "environment",
+            belongs_to.as_str(),
+        );
+        if belongs_to == EnvironmentName::Production && s.base_url.is_none() {
+            fix.push_str(&format!(
+                " and {}",
+                change(s, None, "base-url", "https://.../api/v1")
+            ));
+        }
+        fix
+    };
+    // Production without an address: the base URL check said so, and the
+    // key cannot be judged against an environment that is not complete.
+    let Ok(environment) = s.sdk_environment() else {
+        checks.push(Check::skip(NAME, "the base URL is not usable"));
+        return None;
+    };
+    let key_prefix = environment.key_prefix();
+    let built = Client::builder()
+        .api_key(&key.value)
+        .environment(environment)
+        .base_url(s.effective_base_url())
+        .user_agent(USER_AGENT)
+        .timeout(probe::TIMEOUT)
+        .connect_timeout(probe::CONNECT_TIMEOUT)
+        .max_retries(0)
+        .build();
+    let client = match built {
+        Ok(client) => client,
+        Err(shipment_sdk::Error::WrongEnvironment { .. }) => {
+            checks.push(Check::fail(
+                NAME,
+                format!(
+                    "{shown} is a {} key, but the environment is {}",
+                    belongs_to.as_str(),
+                    s.environment.value.as_str()
+                ),
+                format!(
+                    "{}, or use a {} key ({key_prefix}...)",
+                    switch(),
+                    s.environment.value.as_str(),
+                ),
+            ));
+            return None;
+        }
+        Err(e) => {
+            checks.push(Check::fail(
+                NAME,
+                format!("{shown}: {}", Failure::sdk(e, Surface::Couriers).message),
+                new_key(),
+            ));
+            return None;
+        }
+    };
+    if let Err(why) = online {
+        checks.push(Check::skip(NAME, why));
+        return None;
+    }
+    match client.couriers().list().await {
+        Ok(_) => {
+            checks.push(Check::pass(
+                NAME,
+                format!(
+                    "{shown}, accepted by the {} service",
+                    s.environment.value.as_str()
+                ),
+            ));
+            Some(client)
+        }
+        Err(e) => {
+            let fix = if e.is_unauthenticated() && e.to_string().contains("other environment") {
+                // The reference server's words for a key that fits the
+                // environment in effect while the address serves the other
+                // one: the address is what is wrong, or the key is.
+                format!(
+                    "{} (the {} address), or use a key of the environment this address serves",
+                    change(
+                        s,
+                        s.base_url.as_ref().map(|u| &u.source),
+                        "base-url",
+                        "https://.../api/v1"
+                    ),
+                    s.environment.value.as_str()
+                )
+            } else if e.is_unauthenticated() || e.is_forbidden() {
+                new_key()
+            } else if e.is_not_found() {
+                change(
+                    s,
+                    s.base_url.as_ref().map(|u| &u.source),
+                    "base-url",
+                    "https://.../api/v1",
+                ) + " (the address ends in /api/v1)"
+            } else {
+                TRY_AGAIN.to_owned()
+            };
+            let refused = Failure::sdk(e, Surface::Couriers).message;
+            checks.push(Check::fail(
+                NAME,
+                format!("{shown} refused: {refused}"),
+                fix,
+            ));
+            None
+        }
+    }
+}
+
+/// The dashboard session: saved, for this address, not ended, and
+/// accepted. Returns the client and the webhooks it listed on the way.
+async fn session(
+    ctx: &Ctx,
+    online: Result<(), &str>,
+    checks: &mut Vec<Check>,
+) -> Option<(DashboardClient, Vec<Webhook>)> {
+    const NAME: &str = "session";
+    let profile = &ctx.settings.profile.value;
+    let file = format!("sessions/{profile}.toml");
+    let saved = match Session::load(&ctx.paths, profile) {
+        Ok(Some(saved)) => saved,
+        Ok(None) => {
+            checks.push(Check::fail(
+                NAME,
+                format!("not signed in (profile {profile})"),
+                login(ctx),
+            ));
+            return None;
+        }
+        Err(f) => {
+            checks.push(Check::fail(NAME, f.message, login(ctx)));
+            return None;
+        }
+    };
+    let base = ctx.settings.effective_base_url();
+    if saved.base_url != base {
+        checks.push(Check::fail(
+            NAME,
+            format!(
+                "{} signed in at {}, not at {base} ({file})",
+                saved.email, saved.base_url
+            ),
+            login(ctx),
+        ));
+        return None;
+    }
+    let now = Utc::now();
+    if saved.expires_at <= now {
+        checks.push(Check::fail(
+            NAME,
+            format!(
+                "{}'s session ended at {} ({file})",
+                saved.email,
+                output::short_time(&saved.expires_at)
+            ),
+            login(ctx),
+        ));
+        return None;
+    }
+    if let Err(why) = online {
+        checks.push(Check::skip(NAME, why));
+        return None;
+    }
+    let built = ctx.dashboard_builder().and_then(|b| {
+        b.timeout(probe::TIMEOUT)
+            .connect_timeout(probe::CONNECT_TIMEOUT)
+            .max_retries(0)
+            .token(&saved.token)
+            .map_err(|e| Failure::sdk(e, Surface::Login))
+    });
+    let dashboard = match built {
+        Ok(dashboard) => dashboard,
+        Err(f) => {
+            checks.push(Check::fail(NAME, f.message, login(ctx)));
+            return None;
+        }
+    };
+    match dashboard.webhooks().list().await {
+        Ok(hooks) => {
+            checks.push(Check::pass(
+                NAME,
+                format!(
+                    "{}, valid until {} (in {}; {file})",
+                    saved.email,
+                    output::short_time(&saved.expires_at),
+                    probe::seconds(saved.expires_at - now)
+                ),
+            ));
+            Some((dashboard, hooks))
+        }
+        Err(e) => {
+            let fix = if e.is_unauthenticated() {
+                login(ctx)
+            } else {
+                TRY_AGAIN.to_owned()
+            };
+            let why = Failure::sdk(e, Surface::Webhooks).message;
+            checks.push(Check::fail(
+                NAME,
+                format!("{}'s session was refused: {why}", saved.email),
+                fix,
+            ));
+            None
+        }
+    }
+}
+
+/// One check per webhook, from its recent deliveries.
+async fn webhooks(dashboard: &DashboardClient, hooks: &[Webhook], checks: &mut Vec<Check>) {
+    if hooks.is_empty() {
+        checks.push(Check::pass(
+            "webhooks",
+            "none registered (`shipctl webhooks register URL` adds one)",
+        ));
+        return;
+    }
+    for hook in hooks {
+        let name = format!("webhook {}", hook.webhook_id);
+        let recent = dashboard
+            .webhooks()
+            .deliveries(hook.webhook_id)
+            .page_size(RECENT)
+            .send()
+            .await;
+        checks.push(match recent {
+            Ok(page) => judge_deliveries(name, hook, &page.data),
+            Err(e) => Check::fail(
+                name,
+                format!(
+                    "{}: cannot read its deliveries: {}",
+                    hook.url,
+                    Failure::sdk(e, Surface::Webhooks).message
+                ),
+                TRY_AGAIN,
+            ),
+        });
+    }
+}
+
+/// A webhook's health from its latest deliveries (newest first): it fails
+/// when paused (changes are not delivered to it, nor kept for later), when
+/// the latest delivery failed (the receiver is broken now), or when at
+/// least one in ten recent ones failed (it loses updates: failures are not
+/// retried by the service).
+fn judge_deliveries(name: String, hook: &Webhook, recent: &[Delivery]) -> Check {
+    let id = hook.webhook_id;
+    if !hook.active {
+        return Check::fail(
+            name,
+            format!("{}: paused, so changes are not delivered to it", hook.url),
+            format!("`shipctl webhooks enable {id}` (or `shipctl webhooks delete {id}`)"),
+        );
+    }
+    let Some(latest) = recent.first() else {
+        return Check::pass(name, format!("{}: no deliveries yet", hook.url));
+    };
+    let failures: Vec<&Delivery> = recent.iter().filter(|d| !d.success).collect();
+    let total = recent.len();
+    let Some(last) = failures.first() else {
+        let all = match total {
+            1 => "its only delivery".to_owned(),
+            n => format!("the last {n} deliveries"),
+        };
+        return Check::pass(name, format!("{}: {all} succeeded", hook.url));
+    };
+    let mut detail = format!(
+        "{}: {} of the last {total} deliveries failed ({}%)",
+        hook.url,
+        failures.len(),
+        failures.len() * 100 / total
+    );
+    let error = match (&last.error, last.status_code) {
+        (Some(error), _) => error.clone(),
+        (None, Some(status)) => format!("HTTP {status}"),
+        (None, None) => "no answer".to_owned(),
+    };
+    detail.push_str(&format!(
+        "; last error at {}: {error}",
+        output::short_time(&last.delivered_at)
+    ));
+    if latest.success && failures.len() * 10 < total {
+        return Check::pass(name, detail);
+    }
+    // Failures are not retried by the service: once the receiver works,
+    // each change it missed has to be sent again.
+    let oldest = failures.last().unwrap_or(last);
+    Check::fail(
+        name,
+        detail,
+        format!(
+            "fix the receiver, then send what it missed again: `shipctl webhooks redeliver {id} \
+             --failed-since {}`",
+            oldest
+                .delivered_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    )
+}
+
+/// Prints the checks: one line each, with the fix under a failure; or one
+/// JSON document; or one JSON object per check.
+fn print(out: &mut dyn Write, format: Format, checks: &[Check]) -> io::Result<()> {
+    match format {
+        Format::Json => output::json(
+            out,
+            &Report {
+                ok: checks.iter().all(|c| c.ok),
+                checks,
+            },
+        ),
+        Format::Ndjson => checks.iter().try_for_each(|c| output::json_line(out, c)),
+        Format::Table => {
+            let width = checks
+                .iter()
+                .map(|c| c.name.chars().count())
+                .max()
+                .unwrap_or(0);
+            let green = Style::new().fg_color(Some(AnsiColor::Green.into()));
+            let red = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+            let dim = Style::new().dimmed();
+            let cyan = Style::new().fg_color(Some(AnsiColor::Cyan.into()));
+            for check in checks {
+                let (mark, style) = match (check.ok, check.skipped) {
+                    (true, _) => ("✓", green),
+                    (false, false) => ("✗", red),
+                    (false, true) => ("-", dim),
+                };
+                writeln!(
+                    out,
+                    "{style}{mark}{style:#} {:<width$}  {}",
+                    check.name, check.detail
+                )?;
+                if let Some(fix) = &check.fix {
+                    writeln!(out, "  {cyan}→ fix:{cyan:#} {fix}")?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, TimeDelta};
+    use shipment_sdk::model::{DeliveryId, ShipmentCode, WebhookId};
+
+    use super::*;
+    use crate::config::Setting;
+
+    fn hook(active: bool) -> Webhook {
+        Webhook::new(
+            WebhookId::new(3),
+            "https://shop.example.com/hooks",
+            active,
+            at(0),
+        )
+    }
+
+    fn at(minute: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-05-28T08:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+            + TimeDelta::minutes(minute)
+    }
+
+    /// Deliveries newest first, `true` for a success; the newest at minute
+    /// 100, one a minute before it.
+    fn log(outcomes: &[bool]) -> Vec<Delivery> {
+        outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, &success)| {
+                let n = i64::try_from(i).unwrap();
+                let mut d = Delivery::new(
+                    DeliveryId::new(100 - n),
+                    ShipmentCode::parse("SHP-7K3M-Q9ZX").unwrap(),
+                    1,
+                    "https://shop.example.com/hooks",
+                    12,
+                    at(100 - n),
+                );
+                d.success = success;
+                if !success {
+                    d.status_code = Some(502);
+                }
+                d
+            })
+            .collect()
+    }
+
+    fn judge(active: bool, outcomes: &[bool]) -> Check {
+        judge_deliveries("webhook 3".into(), &hook(active), &log(outcomes))
+    }
+
+    #[test]
+    fn a_webhook_with_no_failures_passes() {
+        let check = judge(true, &[true; 20]);
+        assert!(check.ok, "{check:?}");
+        assert_eq!(
+            check.detail,
+            "https://shop.example.com/hooks: the last 20 deliveries succeeded"
+        );
+        assert!(judge(true, &[]).detail.ends_with("no deliveries yet"));
+        assert!(
+            judge(true, &[true])
+                .detail
+                .ends_with("its only delivery succeeded")
+        );
+    }
+
+    #[test]
+    fn a_paused_webhook_fails_with_the_command_that_resumes_it() {
+        let check = judge(false, &[true; 3]);
+        assert!(!check.ok);
+        assert_eq!(
+            check.fix.as_deref(),
+            Some("`shipctl webhooks enable 3` (or `shipctl webhooks delete 3`)")
+        );
+    }
+
+    #[test]
+    fn a_failed_latest_delivery_fails_however_rare() {
+        let mut outcomes = [true; 20];
+        outcomes[0] = false;
+        let check = judge(true, &outcomes);
+        assert!(!check.ok, "{check:?}");
+        assert_eq!(
+            check.detail,
+            "https://shop.example.com/hooks: 1 of the last 20 deliveries failed (5%); last \
+             error at 2026-05-28 09:40:00Z: HTTP 502"
+        );
+        assert_eq!(
+            check.fix.as_deref(),
+            Some(
+                "fix the receiver, then send what it missed again: `shipctl webhooks \
+                 redeliver 3 --failed-since 2026-05-28T09:40:00Z`"
+            )
+        );
+    }
+
+    #[test]
+    fn older_failures_fail_from_one_in_ten() {
+        // One in twenty, the latest a success: shown, not failed.
+        let mut outcomes = [true; 20];
+        outcomes[5] = false;
+        let check = judge(true, &outcomes);
+        assert!(check.ok, "{check:?}");
+        assert!(
+            check
+                .detail
+                .contains("1 of the last 20 deliveries failed (5%)")
+        );
+        // Two in twenty: failed, redelivering from the oldest failure on.
+        outcomes[12] = false;
+        let check = judge(true, &outcomes);
+        assert!(!check.ok, "{check:?}");
+        assert!(
+            check.detail.contains("last error at 2026-05-28 09:35:00Z"),
+            "{check:?}"
+        );
+        assert!(
+            check
+                .fix
+                .unwrap()
+                .ends_with("--failed-since 2026-05-28T09:28:00Z`")
+        );
+    }
+
+    fn settings(profile: Source, environment: Source) -> Settings {
+        Settings {
+            profile: Setting {
+                value: "prod".into(),
+                source: profile,
+            },
+            environment: Setting {
+                value: EnvironmentName::Production,
+                source: environment,
+            },
+            base_url: None,
+            api_key: None,
+            email: None,
+        }
+    }
+
+    #[test]
+    fn a_fix_changes_a_setting_where_it_was_set() {
+        let s = settings(Source::Flag("--profile"), Source::Profile("prod".into()));
+        assert_eq!(
+            change(&s, Some(&s.environment.source), "environment", "staging"),
+            "`shipctl config set environment staging --profile prod`"
+        );
+        assert_eq!(
+            change(
+                &s,
+                Some(&Source::Env("SHIPCTL_BASE_URL")),
+                "base-url",
+                "URL"
+            ),
+            "`export SHIPCTL_BASE_URL=URL`"
+        );
+        assert_eq!(
+            change(&s, Some(&Source::Flag("--base-url")), "base-url", "URL"),
+            "pass `--base-url URL`"
+        );
+        // A profile chosen by variable or by the file stays chosen: no flag.
+        let s = settings(Source::Env("SHIPCTL_PROFILE"), Source::Default);
+        assert_eq!(
+            change(&s, None, "base-url", "URL"),
+            "`shipctl config set base-url URL`"
+        );
+    }
+
+    #[test]
+    fn only_checks_that_ran_and_failed_have_a_fix_in_json() {
+        let checks = [
+            Check::pass("a", "fine"),
+            Check::fail("b", "broken", "`shipctl login`"),
+            Check::skip("c", "b failed"),
+        ];
+        let mut out = Vec::new();
+        print(&mut out, Format::Json, &checks).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"ok": false, "checks": [
+                {"name": "a", "ok": true, "detail": "fine"},
+                {"name": "b", "ok": false, "detail": "broken", "fix": "`shipctl login`"},
+                {"name": "c", "ok": false, "skipped": true, "detail": "not checked: b failed"},
+            ]})
+        );
+    }
+
+    #[test]
+    fn the_table_aligns_details_and_puts_each_fix_under_its_failure() {
+        let checks = [
+            Check::pass("profile", "default"),
+            Check::fail("API key", "none", "`shipctl login`"),
+            Check::skip("webhook 12", "no session"),
+        ];
+        let mut out = Vec::new();
+        print(&mut out, Format::Table, &checks).unwrap();
+        let mut plain = Vec::new();
+        anstream::StripStream::new(&mut plain)
+            .write_all(&out)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(plain).unwrap(),
+            "✓ profile     default\n\
+             ✗ API key     none\n  \
+             → fix: `shipctl login`\n\
+             - webhook 12  not checked: no session\n"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! The listener stream (`GET /webhooks/listen`) against canned event
+//! streams: what the real server never sends on demand (a stream cut
+//! before `ready`, malformed events, unknown event kinds, refusals).
+
+use shipment_sdk::Error;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::helpers::{catch_all, client, problem};
+
+const KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
+
+fn ready() -> String {
+    format!(
+        "event: ready\ndata: {{\"signing_key\":\"{KEY}\",\"created_at\":\"2026-11-24T09:00:00Z\"}}\n\n"
+    )
+}
+
+fn delivery(id: i64, version: i64) -> String {
+    let body = format!("{{\\\"code\\\":\\\"SHP-7K3M-Q9ZX\\\",\\\"version\\\":{version}}}");
+    format!(
+        "id: {id}\nevent: delivery\ndata: {{\"delivery_id\":\"dlv_{id}_l\",\"shipment_code\":\"SHP-7K3M-Q9ZX\",\"version\":{version},\"signature\":\"sha256=00\",\"body\":\"{body}\"}}\n\n"
+    )
+}
+
+async fn serving(stream: String) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/webhooks/listen"))
+        .and(header("accept", "text/event-stream"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(stream, "text/event-stream"))
+        .mount(&server)
+        .await;
+    catch_all(&server).await;
+    server
+}
+
+#[tokio::test]
+async fn deliveries_come_in_order_and_other_events_and_comments_are_skipped() {
+    let stream = format!(
+        ": keep-alive\n\n{}{}event: future-kind\ndata: {{}}\n\n: keep-alive\n\n{}",
+        ready(),
+        delivery(7, 1),
+        delivery(9, 2)
+    );
+    let server = serving(stream).await;
+    let client = client(&server);
+    let mut stream = client.listener().connect(None).await.unwrap();
+    assert_eq!(stream.signing_key().signing_key.expose(), KEY);
+    assert_eq!(stream.last_event_id(), None);
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!((first.id, first.delivery.version), (7, 1));
+    assert_eq!(
+        first.delivery.body,
+        r#"{"code":"SHP-7K3M-Q9ZX","version":1}"#
+    );
+    let second = stream.next().await.unwrap().unwrap();
+    assert_eq!(
+        (second.id, second.delivery.delivery_id.as_str()),
+        (9, "dlv_9_l")
+    );
+    assert_eq!(stream.last_event_id(), Some(9));
+    assert!(stream.next().await.is_none(), "the stream ended");
+}
+
+#[tokio::test]
+async fn resuming_sends_last_event_id() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/webhooks/listen"))
+        .and(header("last-event-id", "41"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            format!("{}{}", ready(), delivery(42, 3)),
+            "text/event-stream",
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    catch_all(&server).await;
+    let client = client(&server);
+    let mut stream = client.listener().connect(Some(41)).await.unwrap();
+    assert_eq!(stream.last_event_id(), Some(41));
+    assert_eq!(stream.next().await.unwrap().unwrap().id, 42);
+}
+
+#[tokio::test]
+async fn a_stream_without_ready_or_with_broken_events_is_an_error() {
+    let client_of = |server: &MockServer| client(server);
+
+    let server = serving(String::new()).await;
+    let err = client_of(&server)
+        .listener()
+        .connect(None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Stream(_)), "{err:?}");
+    assert!(err.to_string().contains("`ready`"), "{err}");
+
+    let server = serving(format!("{}id: x\nevent: delivery\ndata: {{}}\n\n", ready())).await;
+    let mut stream = client_of(&server).listener().connect(None).await.unwrap();
+    let err = stream.next().await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Stream(_)), "{err:?}");
+
+    let server = serving(format!(
+        "{}id: 3\nevent: delivery\ndata: {{\"version\":\n\n",
+        ready()
+    ))
+    .await;
+    let mut stream = client_of(&server).listener().connect(None).await.unwrap();
+    let err = stream.next().await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Decode { status: 200, .. }), "{err:?}");
+
+    let server = serving("event: ready\ndata: not json\n\n".into()).await;
+    let err = client_of(&server)
+        .listener()
+        .connect(None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn refusals_are_the_usual_errors_and_are_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/webhooks/listen"))
+        .respond_with(problem(429, "rate_limited").insert_header("retry-after", "5"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/webhooks/listener-signing-key"))
+        .respond_with(problem(404, "not_found"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    catch_all(&server).await;
+    let client = client(&server);
+    let err = client.listener().connect(None).await.unwrap_err();
+    assert!(err.is_rate_limited(), "{err:?}");
+    assert_eq!(err.retry_after(), Some(std::time::Duration::from_secs(5)));
+    assert_eq!(err.request_id(), Some("req-problem"));
+    // No key yet is not an error.
+    assert_eq!(client.listener().signing_key().await.unwrap(), None);
+}

@@ -1,0 +1,161 @@
+//! Listeners (`GET /webhooks/listen`): the merchant's listener signing key,
+//! and the changes a reconnecting listener missed.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, now};
+
+/// A sealed signing key and when it was made.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SealedKey {
+    /// The key, sealed with the data key.
+    pub signing_key_encrypted: String,
+    /// When it was made (the previous one stopped working then).
+    pub created_at: DateTime<Utc>,
+}
+
+/// One change as a listener receives it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ListenerRow {
+    /// The outbox row: the event's id, in the order of the changes.
+    pub id: i64,
+    /// Whose shipment changed.
+    pub merchant_id: i64,
+    /// The shipment's code.
+    pub shipment_code: String,
+    /// The shipment's version after the change.
+    pub version: i64,
+    /// The shipment's JSON at that change: the body, byte for byte.
+    pub payload: String,
+}
+
+const LISTENER_KEY: &str = "SELECT signing_key_encrypted, created_at FROM listener_signing_keys \
+                            WHERE merchant_id = $1";
+const SET_LISTENER_KEY: &str = "INSERT INTO listener_signing_keys \
+                                (merchant_id, signing_key_encrypted, created_at) \
+                                VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
+                                signing_key_encrypted = excluded.signing_key_encrypted, \
+                                created_at = excluded.created_at";
+const ADD_LISTENER_KEY: &str = "INSERT INTO listener_signing_keys \
+                                (merchant_id, signing_key_encrypted, created_at) \
+                                VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO NOTHING";
+/// Rows a dispatcher has claimed (so they were, or are being, fed to live
+/// listeners), after an id. Redeliveries (`only_webhook_id`) are for one
+/// webhook, not for listeners.
+const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload FROM outbox \
+                      WHERE merchant_id = $1 AND id > $2 AND created_at >= $3 \
+                      AND claimed_by IS NOT NULL AND only_webhook_id IS NULL \
+                      ORDER BY id LIMIT $4";
+
+/// The PostgreSQL channel on which a dispatcher announces the outbox rows
+/// it claimed, so every server process feeds its own listeners.
+pub const CLAIMED_CHANNEL: &str = "shipment_outbox_claimed";
+const ANNOUNCE: &str = "SELECT pg_notify('shipment_outbox_claimed', $1)";
+/// PostgreSQL only: the ids come as the announcement's comma-separated text.
+const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payload FROM outbox \
+                          WHERE id = ANY(string_to_array($1, ',')::bigint[]) \
+                          AND only_webhook_id IS NULL ORDER BY id";
+
+impl Store {
+    /// PostgreSQL: tells every server process (this one included) that
+    /// these outbox rows were claimed, on [`CLAIMED_CHANNEL`]. A batch's
+    /// ids fit easily in a notification (8000 bytes: a claim is at most a
+    /// few hundred rows of at most 20 digits).
+    pub async fn announce_claimed(&self, ids: &[i64]) -> Result<(), StoreError> {
+        let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        self.query(ANNOUNCE).bind(ids).execute().await?;
+        Ok(())
+    }
+
+    /// PostgreSQL: the rows of an announcement, as listeners receive them.
+    pub async fn announced_rows(&self, ids: &str) -> Result<Vec<ListenerRow>, StoreError> {
+        if ids.is_empty() || !ids.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+            return Err(StoreError::Corrupt(format!("announcement `{ids}`")));
+        }
+        Ok(self.query(ROWS_BY_ID).bind(ids).fetch_all().await?)
+    }
+
+    /// The merchant's sealed listener signing key, if it has one.
+    pub async fn listener_signing_key(
+        &self,
+        merchant_id: i64,
+    ) -> Result<Option<SealedKey>, StoreError> {
+        Ok(self
+            .query(LISTENER_KEY)
+            .bind(merchant_id)
+            .fetch_optional()
+            .await?)
+    }
+
+    /// Creates or replaces the merchant's listener signing key; returns when.
+    pub async fn set_listener_signing_key(
+        &self,
+        merchant_id: i64,
+        sealed: &str,
+    ) -> Result<DateTime<Utc>, StoreError> {
+        let at = now();
+        self.query(SET_LISTENER_KEY)
+            .bind(merchant_id)
+            .bind(sealed)
+            .bind(at)
+            .execute()
+            .await?;
+        Ok(at)
+    }
+
+    /// The merchant's listener signing key, stored first as `sealed` if it
+    /// has none: of two listeners connecting for the first time at once,
+    /// both get the one key that was stored first.
+    pub async fn listener_signing_key_or_insert(
+        &self,
+        merchant_id: i64,
+        sealed: &str,
+    ) -> Result<SealedKey, StoreError> {
+        self.query(ADD_LISTENER_KEY)
+            .bind(merchant_id)
+            .bind(sealed)
+            .bind(now())
+            .execute()
+            .await?;
+        self.listener_signing_key(merchant_id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("the listener signing key vanished".into()))
+    }
+
+    /// Changes of the merchant after outbox row `after`, written since
+    /// `since`, that a dispatcher has already claimed, oldest first, at
+    /// most `limit`: what a reconnecting listener missed (`Last-Event-ID`).
+    pub async fn missed_listener_rows(
+        &self,
+        merchant_id: i64,
+        after: i64,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ListenerRow>, StoreError> {
+        Ok(self
+            .query(MISSED)
+            .bind(merchant_id)
+            .bind(after)
+            .bind(since)
+            .bind(i64::from(limit))
+            .fetch_all()
+            .await?)
+    }
+}
+
+impl super::outbox::OutboxRow {
+    /// The change as listeners receive it; `None` for a redelivery, which
+    /// is for one webhook only.
+    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
+        if self.only_webhook_id.is_some() {
+            return None;
+        }
+        Some(ListenerRow {
+            id: self.id,
+            merchant_id: self.merchant_id,
+            shipment_code: self.shipment_code.clone(),
+            version: self.version,
+            payload: self.payload.clone(),
+        })
+    }
+}

@@ -1,0 +1,302 @@
+//! Live listeners (`GET /webhooks/listen`, `shipctl listen`): the
+//! dispatcher hands every change it claims to [`Listeners`], which passes it
+//! to the listeners connected to this process.
+//!
+//! A change reaches listeners when a dispatcher claims its outbox row: after
+//! the change's commit, and in version order per shipment, since only the
+//! oldest undelivered row of a shipment is claimable. Nothing is kept for a
+//! listener that is not connected; one that reconnects with `Last-Event-ID`
+//! gets what it missed from the outbox (`app::listen`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{broadcast, watch};
+
+use crate::store::Store;
+use crate::store::listen::{CLAIMED_CHANNEL, ListenerRow};
+
+/// Listeners one merchant may have connected to one server process at once;
+/// one more is answered 429.
+pub const MAX_LISTENERS_PER_MERCHANT: usize = 16;
+
+/// Events waiting for the slowest listener of the process. A listener that
+/// falls this far behind is disconnected; it reconnects with
+/// `Last-Event-ID` and catches up from the outbox.
+const BUFFER: usize = 4_096;
+
+/// What listeners are told.
+#[derive(Debug, Clone)]
+pub(crate) enum News {
+    /// A shipment changed.
+    Change(Arc<ListenerRow>),
+    /// The merchant's listener signing key was replaced: its listeners are
+    /// disconnected, and sign with the new key once they reconnect.
+    KeyRotated(i64),
+}
+
+/// The listeners connected to this process. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Listeners {
+    inner: Arc<Hub>,
+}
+
+#[derive(Debug)]
+struct Hub {
+    news: broadcast::Sender<News>,
+    /// Listeners connected per merchant.
+    connected: Mutex<HashMap<i64, usize>>,
+    /// Turns true when the server stops: every stream ends, so a graceful
+    /// shutdown does not wait for them.
+    closed: watch::Sender<bool>,
+}
+
+/// The merchant has [`MAX_LISTENERS_PER_MERCHANT`] listeners connected.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error(
+    "you have {MAX_LISTENERS_PER_MERCHANT} listeners connected to this server already; \
+     stop one first"
+)]
+pub struct TooManyListeners;
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners::new()
+    }
+}
+
+impl Listeners {
+    /// No listeners yet.
+    pub fn new() -> Listeners {
+        Listeners {
+            inner: Arc::new(Hub {
+                news: broadcast::channel(BUFFER).0,
+                connected: Mutex::default(),
+                closed: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// Hands claimed changes to the connected listeners (of any merchant:
+    /// each listener keeps its merchant's). Costs nothing when none is
+    /// connected.
+    pub fn publish(&self, rows: impl IntoIterator<Item = ListenerRow>) {
+        if self.inner.news.receiver_count() == 0 {
+            return;
+        }
+        for row in rows {
+            // An error only means every listener left meanwhile.
+            let _ = self.inner.news.send(News::Change(Arc::new(row)));
+        }
+    }
+
+    /// Disconnects the merchant's listeners after its key was replaced.
+    pub fn key_rotated(&self, merchant_id: i64) {
+        let _ = self.inner.news.send(News::KeyRotated(merchant_id));
+    }
+
+    /// Ends every listener's stream (the server is stopping).
+    pub fn close(&self) {
+        self.inner.closed.send_replace(true);
+    }
+
+    /// Listeners connected for the merchant.
+    pub fn connected(&self, merchant_id: i64) -> usize {
+        let connected = self.lock();
+        connected.get(&merchant_id).copied().unwrap_or(0)
+    }
+
+    /// A new listener of the merchant, receiving every change published
+    /// from now on.
+    pub(crate) fn subscribe(&self, merchant_id: i64) -> Result<Subscription, TooManyListeners> {
+        {
+            let mut connected = self.lock();
+            let n = connected.entry(merchant_id).or_default();
+            if *n >= MAX_LISTENERS_PER_MERCHANT {
+                return Err(TooManyListeners);
+            }
+            *n += 1;
+        }
+        Ok(Subscription {
+            news: self.inner.news.subscribe(),
+            closed: self.inner.closed.subscribe(),
+            merchant_id,
+            hub: self.inner.clone(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, usize>> {
+        self.inner
+            .connected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// PostgreSQL: feeds this process's listeners with the changes any
+/// process's dispatcher claims (announced on [`CLAIMED_CHANNEL`]) until
+/// `stop` turns true. Does nothing on SQLite, where the dispatcher feeds
+/// them directly (one process owns the file's outbox).
+///
+/// Holds one connection of the pool. A lost connection is made again after
+/// a second; changes announced meanwhile do not reach live listeners (a
+/// reconnecting listener's `Last-Event-ID` catch-up still finds them).
+pub async fn relay(store: Store, listeners: Listeners, mut stop: watch::Receiver<bool>) {
+    let Store::Postgres(pool) = &store else {
+        return;
+    };
+    while !*stop.borrow() {
+        let connected = async {
+            let mut pg = sqlx::postgres::PgListener::connect_with(pool).await?;
+            pg.listen(CLAIMED_CHANNEL).await?;
+            Ok::<_, sqlx::Error>(pg)
+        };
+        let mut pg = match connected.await {
+            Ok(pg) => pg,
+            Err(e) => {
+                tracing::warn!(error = %e, "listeners: cannot listen for claimed changes; retrying in 1 s");
+                tokio::select! {
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => continue,
+                    _ = stop.changed() => return,
+                }
+            }
+        };
+        loop {
+            let notification = tokio::select! {
+                n = pg.recv() => n,
+                _ = stop.changed() => return,
+            };
+            match notification {
+                // Rows are read only while someone listens here.
+                Ok(_) if listeners.inner.news.receiver_count() == 0 => {}
+                Ok(n) => match store.announced_rows(n.payload()).await {
+                    Ok(rows) => listeners.publish(rows),
+                    Err(e) => tracing::warn!(error = %e, "listeners: cannot read claimed changes"),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "listeners: the notification connection failed");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// One connected listener; it counts as connected until dropped.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    news: broadcast::Receiver<News>,
+    closed: watch::Receiver<bool>,
+    merchant_id: i64,
+    hub: Arc<Hub>,
+}
+
+impl Subscription {
+    /// The next change of this listener's merchant; `None` when the stream
+    /// must end: the server is stopping, the key was replaced, or the
+    /// listener fell [`BUFFER`] events behind.
+    pub async fn next(&mut self) -> Option<Arc<ListenerRow>> {
+        loop {
+            if *self.closed.borrow() {
+                return None;
+            }
+            let news = tokio::select! {
+                news = self.news.recv() => news,
+                _ = self.closed.changed() => return None,
+            };
+            match news {
+                Ok(News::Change(row)) if row.merchant_id == self.merchant_id => return Some(row),
+                Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => return None,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::info!(
+                        merchant_id = self.merchant_id,
+                        missed,
+                        "a listener fell behind and is disconnected; it resumes with Last-Event-ID"
+                    );
+                    return None;
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut connected = self
+            .hub
+            .connected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = connected.get_mut(&self.merchant_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                connected.remove(&self.merchant_id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, merchant_id: i64) -> ListenerRow {
+        ListenerRow {
+            id,
+            merchant_id,
+            shipment_code: format!("SHP-{id}"),
+            version: 1,
+            payload: "{}".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_listener_gets_every_change_of_its_merchant_only() {
+        let hub = Listeners::new();
+        let mut a = hub.subscribe(1).unwrap();
+        let mut b = hub.subscribe(1).unwrap();
+        let mut other = hub.subscribe(2).unwrap();
+        hub.publish([row(10, 1), row(11, 2), row(12, 1)]);
+        for listener in [&mut a, &mut b] {
+            assert_eq!(listener.next().await.unwrap().id, 10);
+            assert_eq!(listener.next().await.unwrap().id, 12);
+        }
+        assert_eq!(other.next().await.unwrap().id, 11);
+    }
+
+    #[tokio::test]
+    async fn the_limit_per_merchant_counts_connected_listeners() {
+        let hub = Listeners::new();
+        let mut held: Vec<_> = (0..MAX_LISTENERS_PER_MERCHANT)
+            .map(|_| hub.subscribe(1).unwrap())
+            .collect();
+        assert!(hub.subscribe(1).is_err());
+        assert!(
+            hub.subscribe(2).is_ok(),
+            "another merchant has its own count"
+        );
+        held.pop();
+        assert_eq!(hub.connected(1), MAX_LISTENERS_PER_MERCHANT - 1);
+        assert!(hub.subscribe(1).is_ok());
+    }
+
+    #[tokio::test]
+    async fn streams_end_on_close_on_rotation_and_when_behind() {
+        let hub = Listeners::new();
+        let mut rotated = hub.subscribe(1).unwrap();
+        let mut untouched = hub.subscribe(2).unwrap();
+        hub.key_rotated(1);
+        hub.publish([row(1, 2)]);
+        assert!(rotated.next().await.is_none());
+        assert_eq!(untouched.next().await.unwrap().id, 1);
+
+        let mut behind = hub.subscribe(3).unwrap();
+        hub.publish((0..=i64::try_from(BUFFER).unwrap()).map(|id| row(id, 3)));
+        assert!(behind.next().await.is_none(), "a lagging listener is ended");
+
+        hub.close();
+        assert!(untouched.next().await.is_none());
+    }
+}
