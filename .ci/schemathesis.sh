@@ -4,7 +4,7 @@
 # checks), as a merchant (X-API-KEY) and as a dashboard session (Bearer).
 # Fixtures come from the `admin` commands. Needs a built server
 # (SHIPMENT_SERVER, default $CARGO_TARGET_DIR or target, then /debug/shipment-server) and `st`.
-# MAX_EXAMPLES (per operation and run) sets the size: 28 operations x 2 runs.
+# MAX_EXAMPLES (per operation and run) sets the size.
 # The `testing` tag (the test controls: they exist only with --test-controls,
 # which this server does not get, and would arm faults against the run) is
 # never included, and excluded outright where the merchant's key is used.
@@ -54,6 +54,10 @@ run --header "X-API-KEY: $courier_key" --include-tag courier
 echo "==> as a dashboard session (Bearer)"
 # Signing out would end the session the rest of the run uses.
 run --header "Authorization: Bearer $token" --include-tag dashboard --exclude-path /auth/logout
+echo "==> the listener signing key, as a merchant (X-API-KEY)"
+# The listener stream itself never ends (Server-Sent Events), so it is left
+# to the integration tests (server/tests/api/listen.rs).
+run --header "X-API-KEY: $key" --include-tag listen --exclude-path /webhooks/listen
 
 if grep -q "panicked\|internal error" "$work/server.log"; then
   grep "panicked\|internal error" "$work/server.log" | head -20

@@ -14,9 +14,15 @@ host names (labels of at most 63 characters, names of at most 253), which
 the service enforces with 400. A generated `https` URL whose host breaks
 them gets a host that keeps them; everything else about it (port, path,
 query, percent-escapes) is sent as generated.
+
+A redelivery range is the third: two `format: date-time` fields, and the
+service refuses a `failed_until` before `failed_since` with 400 (a range
+that cannot match is more likely a mistake than a wish). When both are
+valid instants in that order, they are swapped.
 """
 
 import os
+from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 import schemathesis
@@ -44,6 +50,32 @@ def before_call(context, case, kwargs):
     """Every phase (examples, coverage, fuzzing, stateful) passes here."""
     _fixture_ids(case.body)
     _webhook_urls(case.body)
+    _redelivery_range(case.body)
+
+
+def _instant(value):
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _redelivery_range(body):
+    if isinstance(body, dict):
+        since = _instant(body.get("failed_since"))
+        until = _instant(body.get("failed_until"))
+        if since is not None and until is not None:
+            try:
+                backwards = until < since
+            except TypeError:  # one of them has no offset
+                return
+            if backwards:
+                body["failed_since"], body["failed_until"] = (
+                    body["failed_until"],
+                    body["failed_since"],
+                )
 
 
 def _host_too_long(host):

@@ -27,7 +27,14 @@ struct ServerProcess {
     base: String,
 }
 
-async fn start_server(url: &str, data_key: &DataKey) -> ServerProcess {
+/// How long a claim holds before the other process may take the row: short
+/// where a killed process's rows must be taken over soon, long where a
+/// busy machine must not make a slow delivery look abandoned (a row
+/// claimed twice is delivered twice: the lease is the at-least-once rule).
+const LEASE_TAKEOVER: &str = "2";
+const LEASE_NO_TAKEOVER: &str = "60";
+
+async fn start_server(url: &str, data_key: &DataKey, lease_secs: &str) -> ServerProcess {
     let mut child = Command::new(BIN)
         .args(["serve", "--addr", "127.0.0.1:0", "--database-url", url])
         .args([
@@ -41,7 +48,7 @@ async fn start_server(url: &str, data_key: &DataKey) -> ServerProcess {
             "--webhook-timeout-secs",
             "1",
             "--outbox-lease-secs",
-            "2",
+            lease_secs,
             "--outbox-poll-ms",
             "50",
         ])
@@ -196,7 +203,7 @@ async fn a_killed_server_loses_no_committed_change(db: Db) {
     store.migrate().await.unwrap();
     let cast = Arc::new(cast(&store, &data_key, &receiver.url).await);
 
-    let mut first = start_server(&fresh.url, &data_key).await;
+    let mut first = start_server(&fresh.url, &data_key, LEASE_TAKEOVER).await;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let created = Arc::new(AtomicUsize::new(0));
     let mut burst = Vec::new();
@@ -221,7 +228,7 @@ async fn a_killed_server_loses_no_committed_change(db: Db) {
         task.await.unwrap();
     }
 
-    let second = start_server(&fresh.url, &data_key).await;
+    let second = start_server(&fresh.url, &data_key, LEASE_TAKEOVER).await;
     wait_until_outbox_drained(&store).await;
     let got: HashSet<(String, i64)> = received_changes(&receiver).into_iter().collect();
     let committed = committed_changes(&store).await;
@@ -251,8 +258,8 @@ async fn two_servers_deliver_every_change_exactly_once(db: Db) {
     store.migrate().await.unwrap();
     let cast = Arc::new(cast(&store, &data_key, &receiver.url).await);
     let servers = [
-        start_server(&fresh.url, &data_key).await,
-        start_server(&fresh.url, &data_key).await,
+        start_server(&fresh.url, &data_key, LEASE_NO_TAKEOVER).await,
+        start_server(&fresh.url, &data_key, LEASE_NO_TAKEOVER).await,
     ];
 
     // 125 shipments x 4 changes = 500 changes, spread over both servers.
