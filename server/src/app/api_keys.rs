@@ -58,6 +58,9 @@ pub async fn create_api_key(
 /// Deletes one of the merchant's keys; it is refused at once.
 pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<()> {
     if state.store.delete_api_key(merchant_id, id.get()).await? {
+        state
+            .key_cache
+            .forget(crate::domain::keys::KeyKind::Merchant, id.get());
         Ok(())
     } else {
         Err(Error::NotFound("you have no API key with this id".into()))

@@ -19,6 +19,7 @@ pub mod api_keys;
 pub mod auth;
 pub mod couriers;
 pub mod fixtures;
+pub mod key_cache;
 pub mod listen;
 pub mod shipments;
 pub mod testing;
@@ -52,6 +53,9 @@ pub struct AppState {
     /// The listeners (`GET /webhooks/listen`) connected to this process,
     /// fed by its dispatcher.
     pub listeners: crate::webhooks::listeners::Listeners,
+    /// API keys verified in the last moment (`key_cache`): an
+    /// authenticated request is then one database round trip.
+    pub key_cache: Arc<key_cache::KeyCache>,
 }
 
 impl AppState {
@@ -76,6 +80,7 @@ impl AppState {
             dashboard_secure_cookies: false,
             test_controls: None,
             listeners: crate::webhooks::listeners::Listeners::new(),
+            key_cache: Arc::default(),
         }
     }
 

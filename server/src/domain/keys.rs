@@ -43,7 +43,7 @@ impl std::str::FromStr for Environment {
 }
 
 /// Who a key belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyKind {
     /// A merchant's API key, `sk_`.
     Merchant,

@@ -74,6 +74,9 @@ async fn create_key(
     path = "/api-keys/{id}",
     tag = "dashboard",
     summary = "Delete an API key: it fails with 401 at once",
+    description = "The server that deletes the key refuses it from the next request on; other \
+                   server processes sharing the database (which remember a verified key for \
+                   0.5 s) refuse it within half a second.",
     security(("bearer" = [])),
     params(IdParam),
     responses(

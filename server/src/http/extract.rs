@@ -322,15 +322,25 @@ pub(super) async fn authenticate(
             KeyKind::Courier => "merchant keys cannot call courier routes",
         }));
     }
-    let owner = state
-        .store
-        .find_key(expected, &keys::digest(presented))
-        .await?
-        .ok_or_else(|| ApiError::unauthenticated("invalid or revoked API key"))?;
+    let digest = keys::digest(presented);
+    let owner = match state.key_cache.get(expected, &digest) {
+        Ok(owner) => owner,
+        Err(ticket) => {
+            let owner = state
+                .store
+                .find_key(expected, &digest)
+                .await?
+                .ok_or_else(|| ApiError::unauthenticated("invalid or revoked API key"))?;
+            state.key_cache.remember(ticket, expected, &digest, owner);
+            owner
+        }
+    };
+    let now = crate::store::now();
     let stale = owner
         .last_used_at
-        .is_none_or(|t| (crate::store::now() - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
+        .is_none_or(|t| (now - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
     if stale {
+        state.key_cache.touched(expected, &digest, now);
         // Off the request path: a failed bookkeeping write must not fail the call.
         let store: Store = state.store.clone();
         tokio::spawn(async move {

@@ -19,6 +19,7 @@ mod openapi;
 mod operations;
 mod processes;
 mod redelivery;
+mod revocation;
 mod shipments;
 mod testing;
 mod testing_deliveries;
