@@ -185,6 +185,17 @@ impl fmt::Display for Failure {
     }
 }
 
+/// The innermost cause of an error ("Connection refused (os error 111)",
+/// "invalid peer certificate: UnknownIssuer"): reqwest's and hyper's outer
+/// layers only repeat the URL and "error sending request".
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

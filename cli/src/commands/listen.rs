@@ -17,7 +17,7 @@ use shipment_sdk::model::{ListenerDelivery, SigningKey};
 use shipment_sdk::{Listener, ListenerStream};
 
 use crate::cli::ListenArgs;
-use crate::error::{FAILURE, Failure, Surface};
+use crate::error::{FAILURE, Failure, Surface, root_cause};
 use crate::output::{self, Format};
 use crate::{Ctx, USER_AGENT, note};
 
@@ -278,10 +278,7 @@ fn describe(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         return "the local app did not answer in time".into();
     }
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
+    let cause = root_cause(e);
     if e.is_connect() {
         format!("cannot connect: {cause}")
     } else {

@@ -10,6 +10,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use reqwest::Url;
 
 use super::cert::{self, Validity};
+use crate::error::root_cause;
 
 /// Longest the probe (and every other request of `doctor`) may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -96,17 +97,6 @@ pub fn describe(e: &reqwest::Error) -> String {
     } else {
         root_cause(e)
     }
-}
-
-/// The innermost cause ("Connection refused (os error 111)", "invalid peer
-/// certificate: UnknownIssuer"): reqwest's and hyper's outer layers only
-/// repeat the URL and "error sending request".
-fn root_cause(e: &reqwest::Error) -> String {
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
 }
 
 /// An HTTP-date (RFC 9110, 5.6.7) in its preferred form, `Sun, 06 Nov 1994
