@@ -374,16 +374,11 @@ impl Transport {
                 self.inner.streams.get_or_init(|| made)
             }
         };
-        let mut request = http
+        let request = http
             .request(call.method.clone(), self.url(call))
             .headers(headers)
             .header(header::ACCEPT, "text/event-stream");
-        match &self.inner.auth {
-            Auth::ApiKey(v) => request = request.header(API_KEY_HEADER, v.clone()),
-            Auth::Bearer(v) => request = request.header(header::AUTHORIZATION, v.clone()),
-            Auth::None => {}
-        }
-        let response = request.send().await.map_err(classify)?;
+        let response = self.authorized(request).send().await.map_err(classify)?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Ok(response);
@@ -392,6 +387,15 @@ impl Transport {
         let retry_after = retry_after_of(response.headers());
         let body = response.bytes().await.map_err(classify)?;
         Err(api_error(status, &body, request_id, retry_after))
+    }
+
+    /// `request` with this transport's credential.
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.inner.auth {
+            Auth::ApiKey(v) => request.header(API_KEY_HEADER, v.clone()),
+            Auth::Bearer(v) => request.header(header::AUTHORIZATION, v.clone()),
+            Auth::None => request,
+        }
     }
 
     /// Sends `call` and ignores any body (204 answers).
@@ -449,12 +453,7 @@ impl Transport {
     }
 
     async fn attempt(&self, call: &Call, url: Url, span: &tracing::Span) -> Result<Answer> {
-        let mut request = self.inner.http.request(call.method.clone(), url);
-        match &self.inner.auth {
-            Auth::ApiKey(v) => request = request.header(API_KEY_HEADER, v.clone()),
-            Auth::Bearer(v) => request = request.header(header::AUTHORIZATION, v.clone()),
-            Auth::None => {}
-        }
+        let mut request = self.authorized(self.inner.http.request(call.method.clone(), url));
         if let Retry::WithIdempotencyKey(key) = &call.retry {
             request = request.header(IDEMPOTENCY_KEY_HEADER, key.as_str());
         }
@@ -530,76 +529,4 @@ pub(crate) fn classify(e: reqwest::Error) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_urls_lose_their_trailing_slash_and_must_be_http() {
-        assert_eq!(
-            normalize_base_url("http://127.0.0.1:8080/api/v1/")
-                .unwrap()
-                .as_str(),
-            "http://127.0.0.1:8080/api/v1"
-        );
-        assert!(normalize_base_url("ftp://example.com/api/v1").is_err());
-        assert!(normalize_base_url("not a url").is_err());
-        assert!(normalize_base_url("https://example.com/api/v1?x=1").is_err());
-    }
-
-    #[test]
-    fn paths_and_queries_are_appended_to_the_base() {
-        let t = Transport::new(
-            &HttpOptions::default(),
-            normalize_base_url("http://h:1/api/v1").unwrap(),
-            Auth::None,
-        )
-        .unwrap();
-        let call = Call::get("/shipments", "/shipments")
-            .query(&crate::model::ListShipments::default().page(2).page_size(5))
-            .unwrap();
-        assert_eq!(
-            t.url(&call).as_str(),
-            "http://h:1/api/v1/shipments?page=2&page_size=5"
-        );
-    }
-
-    #[test]
-    fn set_param_replaces_in_place_and_the_next_page_shows_its_query() {
-        let call = Call::get("/shipments", "/shipments")
-            .query(&crate::model::ListShipments::default().page(1).page_size(5))
-            .unwrap()
-            .param("status", "delivered");
-        let t = Transport::new(
-            &HttpOptions::default(),
-            normalize_base_url("http://h:1/api/v1").unwrap(),
-            Auth::ApiKey(Auth::sensitive("sk_test_supersecret").unwrap()),
-        )
-        .unwrap();
-        assert_eq!(
-            t.url(&call.clone().set_param("page", 7)).as_str(),
-            "http://h:1/api/v1/shipments?page=7&page_size=5&status=delivered"
-        );
-        assert_eq!(
-            t.url(&call.clone().set_param("cursor", "x")).as_str(),
-            "http://h:1/api/v1/shipments?page=1&page_size=5&status=delivered&cursor=x"
-        );
-        let next = NextPage { transport: t, call };
-        assert_eq!(
-            format!("{next:?}"),
-            "GET /shipments?page_size=5&status=delivered"
-        );
-    }
-
-    #[test]
-    fn credentials_stay_out_of_debug_output() {
-        let t = Transport::new(
-            &HttpOptions::default(),
-            normalize_base_url("http://h:1/api/v1").unwrap(),
-            Auth::ApiKey(Auth::sensitive("sk_test_supersecret").unwrap()),
-        )
-        .unwrap();
-        let shown = format!("{t:?}");
-        assert!(!shown.contains("supersecret"), "{shown}");
-        assert!(shown.contains("[redacted]"), "{shown}");
-    }
-}
+mod tests;
