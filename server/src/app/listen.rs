@@ -11,9 +11,8 @@ use std::collections::{HashSet, VecDeque};
 use chrono::Duration;
 use shipment_sdk::model::{ListenerDelivery, Secret, SigningKey};
 
-use super::webhooks::SIGNING_KEY_PREFIX;
+use super::webhooks::new_signing_key;
 use super::{AppState, Result};
-use crate::domain::keys;
 use crate::store::StoreError;
 use crate::store::listen::{ListenerRow, SealedKey};
 use crate::webhooks::listeners::Subscription;
@@ -43,10 +42,10 @@ pub async fn listener_key(state: &AppState, merchant_id: i64) -> Result<Option<S
 
 /// The merchant's listener signing key, made now if it has none.
 pub async fn listener_key_or_create(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
-    let candidate = keys::random_token(SIGNING_KEY_PREFIX);
+    let (_, candidate) = new_signing_key(state);
     let sealed = state
         .store
-        .listener_signing_key_or_insert(merchant_id, &state.data_key.seal(candidate.expose()))
+        .listener_signing_key_or_insert(merchant_id, &candidate)
         .await?;
     open(state, &sealed)
 }
@@ -55,10 +54,10 @@ pub async fn listener_key_or_create(state: &AppState, merchant_id: i64) -> Resul
 /// listeners connected to this process are disconnected and sign with the
 /// new key once they reconnect.
 pub async fn rotate_listener_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
-    let key = keys::random_token(SIGNING_KEY_PREFIX);
+    let (key, sealed) = new_signing_key(state);
     let created_at = state
         .store
-        .set_listener_signing_key(merchant_id, &state.data_key.seal(key.expose()))
+        .set_listener_signing_key(merchant_id, &sealed)
         .await?;
     state.listeners.key_rotated(merchant_id);
     Ok(SigningKey::new(key, created_at))

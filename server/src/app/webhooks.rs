@@ -43,6 +43,15 @@ fn delivery(d: DeliveryRecord) -> Result<Delivery> {
     Ok(out)
 }
 
+/// A new signing key (`whsec_` + 32 base62), and the same sealed with the
+/// data key for storing: every kind of signing key (webhooks', the shipment
+/// key, the listener key) is made this way.
+pub(crate) fn new_signing_key(state: &AppState) -> (keys::Secret, String) {
+    let key = keys::random_token(SIGNING_KEY_PREFIX);
+    let sealed = state.data_key.seal(key.expose());
+    (key, sealed)
+}
+
 /// The merchant's webhooks.
 pub async fn list_webhooks(state: &AppState, merchant_id: i64) -> Result<Vec<Webhook>> {
     let data = state.store.webhooks(merchant_id).await?;
@@ -78,8 +87,7 @@ pub async fn register_webhook(
     url: &str,
 ) -> Result<(Webhook, keys::Secret)> {
     let url = check_webhook_url(state, "url", url).await?;
-    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
-    let sealed = state.data_key.seal(signing_key.expose());
+    let (signing_key, sealed) = new_signing_key(state);
     match state
         .store
         .create_webhook(merchant_id, url.as_str(), &sealed)
@@ -161,8 +169,7 @@ pub async fn delivery_log(
 /// Creates or replaces the merchant's shipment signing key; the new key
 /// is returned once (stored sealed) and the old one stops working.
 pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
-    let signing_key = keys::random_token(SIGNING_KEY_PREFIX);
-    let sealed = state.data_key.seal(signing_key.expose());
+    let (signing_key, sealed) = new_signing_key(state);
     let created_at = state
         .store
         .set_shipment_signing_key(merchant_id, &sealed)

@@ -93,14 +93,8 @@ impl Store {
         merchant_id: i64,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
-        let at = now();
-        self.query(SET_LISTENER_KEY)
-            .bind(merchant_id)
-            .bind(sealed)
-            .bind(at)
-            .execute()
-            .await?;
-        Ok(at)
+        self.replace_signing_key(SET_LISTENER_KEY, merchant_id, sealed)
+            .await
     }
 
     /// The merchant's listener signing key, stored first as `sealed` if it

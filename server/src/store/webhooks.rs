@@ -211,8 +211,20 @@ impl Store {
         merchant_id: i64,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
+        self.replace_signing_key(SET_SHIPMENT_SIGNING_KEY, merchant_id, sealed)
+            .await
+    }
+
+    /// Runs an upsert of a merchant's sealed signing key (`$1` merchant,
+    /// `$2` sealed key, `$3` now) and returns when the key was made.
+    pub(super) async fn replace_signing_key(
+        &self,
+        upsert: &'static str,
+        merchant_id: i64,
+        sealed: &str,
+    ) -> Result<DateTime<Utc>, StoreError> {
         let at = now();
-        self.query(SET_SHIPMENT_SIGNING_KEY)
+        self.query(upsert)
             .bind(merchant_id)
             .bind(sealed)
             .bind(at)
