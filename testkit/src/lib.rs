@@ -113,8 +113,43 @@ pub use server::{Fault, TestServer, TestServerBuilder};
 /// }
 /// # fn main() {}
 /// ```
+///
+/// Tests that start their servers (or only a database) themselves take
+/// the backend instead, with `db;` first; the PostgreSQL one is skipped
+/// (with `SKIPPED (PostgreSQL)`) without `TEST_DATABASE_URL`:
+///
+/// ```no_run
+/// use shipment_testkit::{Db, FreshDb, db_tests};
+///
+/// db_tests!(db; a_fresh_database_opens);
+///
+/// async fn a_fresh_database_opens(db: Db) {
+///     let fresh = FreshDb::create(db).await.expect("a database");
+///     fresh.drop_database().await;
+/// }
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! db_tests {
+    (db; $($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name($crate::Db::Sqlite).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    if std::env::var_os($crate::TEST_DATABASE_URL).is_none() {
+                        eprintln!("SKIPPED (PostgreSQL)");
+                        return;
+                    }
+                    super::$name($crate::Db::Postgres).await;
+                }
+            }
+        )*
+    };
     (config = $configure:expr; $($name:ident),* $(,)?) => {
         $(
             mod $name {

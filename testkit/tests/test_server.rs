@@ -6,33 +6,11 @@ use std::time::Duration;
 
 use shipment_sdk::model::{CreateShipment, ProblemCode, Status};
 use shipment_testkit::{
-    CourierFixture, Db, Fault, Fixtures, MerchantFixture, TEST_DATABASE_URL, TestServer,
-    new_signing_key,
+    CourierFixture, Db, Fault, Fixtures, MerchantFixture, TestServer, db_tests, new_signing_key,
 };
 
-/// Runs each `async fn(Db)` once per backend, as `name::sqlite` and
-/// `name::postgres`.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$name(super::Db::Sqlite).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                if std::env::var_os(super::TEST_DATABASE_URL).is_none() {
-                    eprintln!("SKIPPED (PostgreSQL)");
-                    return;
-                }
-                super::$name(super::Db::Postgres).await;
-            }
-        }
-    )*};
-}
-
-on_both!(
+db_tests!(
+    db;
     the_default_fixtures_give_a_working_sdk_and_dashboard,
     fixtures_from_code_are_what_the_server_starts_with,
     advance_delivers_every_step_to_the_verified_inbox,

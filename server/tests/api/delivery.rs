@@ -366,34 +366,6 @@ async fn slow_receivers_time_out() {
     app.stop().await;
 }
 
-mod recovery {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        a_claim_whose_process_died_is_delivered_after_its_lease(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        a_claim_whose_process_died_is_delivered_after_its_lease(Db::Postgres).await;
-    }
-}
-
-mod concurrency {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        concurrent_dispatchers_deliver_each_change_once_in_order(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        concurrent_dispatchers_deliver_each_change_once_in_order(Db::Postgres).await;
-    }
-}
-
 /// A slow receiver holds up only its own deliveries: another merchant's
 /// change, made after, arrives while the slow one is still waiting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -499,3 +471,9 @@ async fn private_targets_are_refused_again_when_connecting() {
     );
     app.stop().await;
 }
+
+shipment_testkit::db_tests!(
+    db;
+    a_claim_whose_process_died_is_delivered_after_its_lease,
+    concurrent_dispatchers_deliver_each_change_once_in_order,
+);

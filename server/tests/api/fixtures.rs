@@ -37,30 +37,10 @@ pub const SECRETS: [&str; 5] = [
     PASSWORD,
 ];
 
-/// Runs each `async fn(Db)` on SQLite and on PostgreSQL (skipped without
-/// `TEST_DATABASE_URL`): these tests start their servers themselves,
-/// around a file written first.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name(shipment_testkit::Db::Sqlite).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    super::$name(shipment_testkit::Db::Postgres).await;
-                }
-            }
-        )*
-    };
-}
-
 mod binary;
 
-on_both!(
+shipment_testkit::db_tests!(
+    db;
     the_issues_example_works_end_to_end,
     applying_twice_creates_nothing_twice,
     each_refusal_names_its_line_and_applies_nothing,

@@ -299,30 +299,8 @@ async fn two_servers_deliver_every_change_exactly_once(db: Db) {
     fresh.drop_database().await;
 }
 
-mod killed_server {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        a_killed_server_loses_no_committed_change(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        a_killed_server_loses_no_committed_change(Db::Postgres).await;
-    }
-}
-
-mod two_servers {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        two_servers_deliver_every_change_exactly_once(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        two_servers_deliver_every_change_exactly_once(Db::Postgres).await;
-    }
-}
+shipment_testkit::db_tests!(
+    db;
+    a_killed_server_loses_no_committed_change,
+    two_servers_deliver_every_change_exactly_once,
+);

@@ -834,30 +834,8 @@ async fn a_redelivery_to_a_deleted_webhook_is_finished_unsent(db: Db) {
     app.stop().await;
 }
 
-mod bulk_limit {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        the_bulk_limit_cuts_and_says_so(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        the_bulk_limit_cuts_and_says_so(Db::Postgres).await;
-    }
-}
-
-mod deleted_webhook {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        a_redelivery_to_a_deleted_webhook_is_finished_unsent(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        a_redelivery_to_a_deleted_webhook_is_finished_unsent(Db::Postgres).await;
-    }
-}
+shipment_testkit::db_tests!(
+    db;
+    the_bulk_limit_cuts_and_says_so,
+    a_redelivery_to_a_deleted_webhook_is_finished_unsent,
+);

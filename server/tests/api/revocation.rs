@@ -64,16 +64,7 @@ async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second
     a.stop().await;
 }
 
-mod a_key_deleted_through_one_process {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        a_key_deleted_through_one_process_is_refused_by_another_within_a_second(Db::Sqlite).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        a_key_deleted_through_one_process_is_refused_by_another_within_a_second(Db::Postgres).await;
-    }
-}
+shipment_testkit::db_tests!(
+    db;
+    a_key_deleted_through_one_process_is_refused_by_another_within_a_second,
+);
