@@ -90,7 +90,7 @@ pub async fn create_shipment(
     let idempotency = idempotency_key.map(|k| (k.as_str(), request_digest.as_str()));
     match state
         .store
-        .create_shipment(merchant_id, &new, fee_minor, idempotency)
+        .create_shipment(merchant_id, new, fee_minor, idempotency)
         .await?
     {
         Created::New(shipment) => {
@@ -153,7 +153,7 @@ async fn change(
     state: &AppState,
     code: &ShipmentCode,
     actor: Actor,
-    decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
+    decide: impl Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
 ) -> Result<Shipment> {
     let change = state
         .store
@@ -168,7 +168,7 @@ pub async fn cancel_shipment(
     merchant_id: i64,
     code: &ShipmentCode,
 ) -> Result<Shipment> {
-    change(state, code, Actor::Merchant(merchant_id), |r, at| {
+    change(state, code, Actor::Merchant(merchant_id), move |r, at| {
         lifecycle::change(r, Operation::Cancel, at)
     })
     .await
@@ -186,7 +186,7 @@ pub async fn rate_shipment(
             FieldError::invalid("rating", "`rating` must be an integer from 1 to 10").into(),
         );
     }
-    change(state, code, Actor::Merchant(merchant_id), |s, at| {
+    change(state, code, Actor::Merchant(merchant_id), move |s, at| {
         lifecycle::rate(s, rating, at)
     })
     .await
@@ -266,7 +266,7 @@ pub async fn assign_driver(
         )
         .into());
     }
-    change(state, code, Actor::Courier(courier_id), |r, at| {
+    change(state, code, Actor::Courier(courier_id), move |r, at| {
         if r.assigned_driver_id == Some(driver_id) {
             return Ok(false);
         }
@@ -285,7 +285,7 @@ pub async fn courier_operation(
     code: &ShipmentCode,
     op: Operation,
 ) -> Result<Shipment> {
-    change(state, code, Actor::Courier(courier_id), |r, at| {
+    change(state, code, Actor::Courier(courier_id), move |r, at| {
         lifecycle::change(r, op, at)
     })
     .await
@@ -299,7 +299,7 @@ pub async fn fail_shipment(
     reason: &str,
 ) -> Result<Shipment> {
     let reason = courier_text("reason", reason)?;
-    change(state, code, Actor::Courier(courier_id), |r, at| {
+    change(state, code, Actor::Courier(courier_id), move |r, at| {
         lifecycle::change(r, Operation::Fail, at)?;
         r.failure_reason = Some(reason.clone());
         Ok(true)

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, now};
+use super::{Store, StoreError, Tx, now};
 
 /// A sealed signing key and when it was made.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -56,17 +56,17 @@ const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payloa
                           WHERE id = ANY(string_to_array($1, ',')::bigint[]) \
                           AND only_webhook_id IS NULL ORDER BY id";
 
-impl Store {
-    /// PostgreSQL: tells every server process (this one included) that
-    /// these outbox rows were claimed, on [`CLAIMED_CHANNEL`]. A batch's
-    /// ids fit easily in a notification (8000 bytes: a claim is at most a
-    /// few hundred rows of at most 20 digits).
-    pub async fn announce_claimed(&self, ids: &[i64]) -> Result<(), StoreError> {
-        let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        self.query(ANNOUNCE).bind(ids).execute().await?;
-        Ok(())
-    }
+/// PostgreSQL: tells every server process (this one included) that these
+/// outbox rows were claimed, on [`CLAIMED_CHANNEL`], when `tx` (the
+/// claim's) commits. A batch's ids fit easily in a notification (8000
+/// bytes: a claim is at most a few hundred rows of at most 20 digits).
+pub(super) async fn announce_claimed(tx: &mut Tx, ids: &[i64]) -> Result<(), StoreError> {
+    let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    tx.query(ANNOUNCE).bind(ids).execute().await?;
+    Ok(())
+}
 
+impl Store {
     /// PostgreSQL: the rows of an announcement, as listeners receive them.
     pub async fn announced_rows(&self, ids: &str) -> Result<Vec<ListenerRow>, StoreError> {
         if ids.is_empty() || !ids.bytes().all(|b| b.is_ascii_digit() || b == b',') {

@@ -219,7 +219,9 @@ const CLAIM_POSTGRES: &str = claim_sql!(" FOR UPDATE SKIP LOCKED");
 impl Store {
     /// Claims up to `limit` rows for `worker` until now + `lease`, and
     /// commits the claim before returning, so no network call happens inside
-    /// a transaction.
+    /// a transaction. The claim rides in a group commit ([`Store::write`])
+    /// with the writes of requests; on PostgreSQL it is announced to every
+    /// process's listeners when it commits.
     ///
     /// Only the oldest undelivered row of each shipment is claimable, so the
     /// changes of one shipment leave in order even across processes. A row
@@ -240,21 +242,12 @@ impl Store {
         lease: Duration,
         limit: u32,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let sql = match self.backend() {
-            Backend::Sqlite => CLAIM_SQLITE,
-            Backend::Postgres => CLAIM_POSTGRES,
+        let input = Claim {
+            worker: worker.to_owned(),
+            lease,
+            limit,
         };
-        let at = now();
-        let mut tx = self.begin().await?;
-        let mut rows: Vec<OutboxRow> = tx
-            .query(sql)
-            .bind(worker)
-            .bind(at + lease)
-            .bind(at)
-            .bind(i64::from(limit))
-            .fetch_all()
-            .await?;
-        tx.commit().await?;
+        let mut rows = self.write(input, |tx, c| Box::pin(claim(tx, c))).await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
     }
@@ -340,33 +333,26 @@ impl Store {
     }
 
     /// Logs one attempt, with the delivery a redelivery repeats. A second
-    /// record for the same row and URL is ignored.
+    /// record for the same row and URL is ignored. Committed with other
+    /// writes ([`Store::write`]).
     pub async fn record_delivery(
         &self,
         row: &OutboxRow,
         target: &Target,
         attempt: &Attempt,
     ) -> Result<(), StoreError> {
-        let sql = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
-                   shipment_code, version, status_code, error, duration_ms, delivered_at, \
-                   redelivery_of) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-                   ON CONFLICT (outbox_id, url) DO NOTHING";
-        self.query(sql)
-            .bind(row.id)
-            .bind(target.webhook_id)
-            .bind(row.merchant_id)
-            .bind(target.url.as_str())
-            .bind(row.shipment_code.as_str())
-            .bind(row.version)
-            .bind(attempt.status_code.map(i64::from))
-            .bind(attempt.error.as_deref())
-            .bind(attempt.duration_ms)
-            .bind(now())
-            .bind(row.redelivery_of)
-            .execute()
-            .await?;
-        Ok(())
+        let logged = Logged {
+            outbox_id: row.id,
+            webhook_id: target.webhook_id,
+            merchant_id: row.merchant_id,
+            url: target.url.clone(),
+            shipment_code: row.shipment_code.clone(),
+            version: row.version,
+            redelivery_of: row.redelivery_of,
+            attempt: attempt.clone(),
+        };
+        self.write(logged, |tx, l| Box::pin(log_attempt(tx, l)))
+            .await
     }
 
     /// Queues a redelivery of delivery `delivery_id`, which must be one of
@@ -441,16 +427,19 @@ impl Store {
         Ok((queued, more))
     }
 
-    /// Marks a row delivered, if `worker` still holds it.
+    /// Marks a row delivered, if `worker` still holds it. Committed with
+    /// other writes ([`Store::write`]).
     pub async fn finish_outbox(&self, id: i64, worker: &str) -> Result<(), StoreError> {
-        let sql = "UPDATE outbox SET done_at = $1 WHERE id = $2 AND claimed_by = $3";
-        self.query(sql)
-            .bind(now())
-            .bind(id)
-            .bind(worker)
-            .execute()
-            .await?;
-        Ok(())
+        let finished = (id, worker.to_owned());
+        self.write(finished, |tx, (id, worker)| {
+            Box::pin(async move {
+                let sql = "UPDATE outbox SET done_at = $1 WHERE id = $2 AND claimed_by = $3";
+                let q = tx.query(sql).bind(now()).bind(*id).bind(worker.as_str());
+                q.execute().await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// How many rows wait, and since when (for `/metrics` and tests).
@@ -459,4 +448,69 @@ impl Store {
                    WHERE done_at IS NULL";
         Ok(self.query(sql).fetch_one().await?)
     }
+}
+
+/// A claim, as the group commit runs it.
+struct Claim {
+    worker: String,
+    lease: Duration,
+    limit: u32,
+}
+
+/// See [`Store::claim_outbox`].
+async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
+    let sql = match tx.backend() {
+        Backend::Sqlite => CLAIM_SQLITE,
+        Backend::Postgres => CLAIM_POSTGRES,
+    };
+    let at = now();
+    let rows: Vec<OutboxRow> = tx
+        .query(sql)
+        .bind(c.worker.as_str())
+        .bind(at + c.lease)
+        .bind(at)
+        .bind(i64::from(c.limit))
+        .fetch_all()
+        .await?;
+    if tx.backend() == Backend::Postgres && !rows.is_empty() {
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        super::listen::announce_claimed(tx, &ids).await?;
+    }
+    Ok(rows)
+}
+
+/// One attempt for the delivery log.
+struct Logged {
+    outbox_id: i64,
+    webhook_id: Option<i64>,
+    merchant_id: i64,
+    url: String,
+    shipment_code: String,
+    version: i64,
+    redelivery_of: Option<i64>,
+    attempt: Attempt,
+}
+
+/// See [`Store::record_delivery`].
+async fn log_attempt(tx: &mut Tx, l: &Logged) -> Result<(), StoreError> {
+    let sql = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
+               shipment_code, version, status_code, error, duration_ms, delivered_at, \
+               redelivery_of) \
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+               ON CONFLICT (outbox_id, url) DO NOTHING";
+    tx.query(sql)
+        .bind(l.outbox_id)
+        .bind(l.webhook_id)
+        .bind(l.merchant_id)
+        .bind(l.url.as_str())
+        .bind(l.shipment_code.as_str())
+        .bind(l.version)
+        .bind(l.attempt.status_code.map(i64::from))
+        .bind(l.attempt.error.as_deref())
+        .bind(l.attempt.duration_ms)
+        .bind(now())
+        .bind(l.redelivery_of)
+        .execute()
+        .await?;
+    Ok(())
 }

@@ -19,7 +19,7 @@ use sqlx::{
     SqlitePool, Type,
 };
 
-use super::{Store, Tx};
+use super::{Pool, Store, Tx, TxConn};
 
 /// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
 /// `Option`s, …). `'v` is the value's own borrow: the engines copy it into
@@ -68,9 +68,9 @@ pub(crate) struct Query<'c> {
 impl Store {
     /// `sql` on the pool: each statement takes any free connection.
     pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
-        let on = match self {
-            Store::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
-            Store::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
+        let on = match self.pool() {
+            Pool::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
+            Pool::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
         };
         Query::new(sql, on)
     }
@@ -79,9 +79,9 @@ impl Store {
 impl Tx {
     /// `sql` inside this transaction.
     pub(crate) fn query(&mut self, sql: &'static str) -> Query<'_> {
-        let on = match self {
-            Tx::Sqlite(tx) => On::SqliteTx(tx, SqliteArguments::default()),
-            Tx::Postgres(tx) => On::PgTx(tx, PgArguments::default()),
+        let on = match &mut self.conn {
+            TxConn::Sqlite(tx) => On::SqliteTx(tx, SqliteArguments::default()),
+            TxConn::Postgres(tx) => On::PgTx(tx, PgArguments::default()),
         };
         Query::new(sql, on)
     }

@@ -218,8 +218,9 @@ async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool
 /// one merchant update different rows instead of queueing on one.
 const COUNT_SHARDS: i32 = 8;
 
-/// Adds `delta` to the merchant's count of shipments in `status`.
-async fn bump_count(
+/// Adds `delta` to the merchant's count of shipments in `status` (what
+/// [`Tx::commit`] does with the transaction's [`Tx::count`]s).
+pub(super) async fn bump_count(
     tx: &mut Tx,
     merchant_id: i64,
     status: &str,
@@ -242,114 +243,49 @@ async fn bump_count(
     Ok(())
 }
 
-/// Moves one shipment from `from` to `to` in the counts, if its status changed.
-async fn recount(tx: &mut Tx, merchant_id: i64, from: &str, to: &str) -> Result<(), StoreError> {
-    if from != to {
-        bump_count(tx, merchant_id, from, -1).await?;
-        bump_count(tx, merchant_id, to, 1).await?;
-    }
-    Ok(())
-}
-
-/// Attempts before giving up on a write that keeps losing races.
+/// Attempts of a change that keeps losing races (PostgreSQL, with other
+/// processes) before giving up.
 const ATTEMPTS: usize = 8;
 
+/// A create, as the group commit runs it.
+struct NewRow {
+    merchant_id: i64,
+    new: NewShipment,
+    items: String,
+    total_fee_minor: i64,
+    /// The `Idempotency-Key` and the request's digest.
+    idempotency: Option<(String, String)>,
+}
+
+/// A change, as the group commit runs it.
+struct ChangeRow<D> {
+    code: String,
+    actor: Actor,
+    /// `Some(provided code)` when the change needs the confirmation code
+    /// checked (deliver).
+    confirmation: Option<Option<String>>,
+    decide: D,
+}
+
 impl Store {
-    /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`.
+    /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
+    /// committed with the writes of concurrent requests ([`Store::write`]).
     pub async fn create_shipment(
         &self,
         merchant_id: i64,
-        new: &NewShipment,
+        new: NewShipment,
         total_fee_minor: i64,
         idempotency: Option<(&str, &str)>,
     ) -> Result<Created, StoreError> {
-        let items = serde_json::to_string(&new.items).expect("strings serialize");
-        for _ in 0..ATTEMPTS {
-            let mut tx = self.begin().await?;
-            let at = now();
-            if let Some((key, digest)) = idempotency {
-                let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
-                           WHERE merchant_id = $1 AND idem_key = $2";
-                let seen: Option<SeenKey> = tx
-                    .query(sql)
-                    .bind(merchant_id)
-                    .bind(key)
-                    .fetch_optional()
-                    .await?;
-                match seen {
-                    Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
-                        return Ok(if seen.request_digest == digest {
-                            Created::Replayed(seen.response_body)
-                        } else {
-                            Created::KeyReused
-                        });
-                    }
-                    Some(_) => {
-                        let sql =
-                            "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
-                        tx.query(sql).bind(merchant_id).bind(key).execute().await?;
-                    }
-                    None => {}
-                }
-            }
-            let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
-                 description, weight_kg, dimensions, items, start_address, end_address, \
-                 total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $13) \
-                 RETURNING *";
-            let inserted = tx
-                .query(sql)
-                .bind(code::generate().as_str())
-                .bind(merchant_id)
-                .bind(new.courier_company_id)
-                .bind(Status::AssignedToCourier.as_str())
-                .bind(new.description.as_deref())
-                .bind(new.weight_kg.map(|w| w.to_string()))
-                .bind(new.dimensions.as_deref())
-                .bind(items.as_str())
-                .bind(new.start_address.as_deref())
-                .bind(new.end_address.as_deref())
-                .bind(total_fee_minor)
-                .bind(new.webhook_url.as_deref())
-                .bind(at)
-                .fetch_one::<ShipmentRecord>()
-                .await;
-            let record = match inserted.map_err(StoreError::from) {
-                Ok(r) => r,
-                // A code collision: dropping `tx` rolls back; try a new code.
-                Err(StoreError::ShipmentCodeTaken) => continue,
-                Err(e) => return Err(e),
-            };
-            let shipment = record.to_model()?;
-            if let Some((key, digest)) = idempotency {
-                let body = serde_json::to_string(&shipment).expect("shipments serialize");
-                let sql = "INSERT INTO idempotency_keys \
-                           (merchant_id, idem_key, request_digest, response_body, created_at) \
-                           VALUES ($1, $2, $3, $4, $5)";
-                let stored = tx
-                    .query(sql)
-                    .bind(merchant_id)
-                    .bind(key)
-                    .bind(digest)
-                    .bind(body)
-                    .bind(at)
-                    .execute()
-                    .await;
-                match stored.map_err(StoreError::from) {
-                    Ok(_) => {}
-                    // A concurrent request with the same key won the race
-                    // (only possible on PostgreSQL): retry, and the read
-                    // above replays its answer.
-                    Err(StoreError::IdempotencyKeyTaken) => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-            bump_count(&mut tx, merchant_id, &record.status, 1).await?;
-            outbox::enqueue(&mut tx, record.id, merchant_id, &shipment).await?;
-            tx.commit().await?;
-            return Ok(Created::New(Box::new(shipment)));
-        }
-        Err(StoreError::Contended("a new shipment".into()))
+        let row = NewRow {
+            merchant_id,
+            items: serde_json::to_string(&new.items).expect("strings serialize"),
+            new,
+            total_fee_minor,
+            idempotency: idempotency.map(|(k, d)| (k.to_owned(), d.to_owned())),
+        };
+        self.write(row, |tx, row| Box::pin(insert_shipment(tx, row)))
+            .await
     }
 
     /// One shipment by code, if it exists.
@@ -359,17 +295,20 @@ impl Store {
 
     /// Reads a shipment, lets `decide` change it, and writes it back with
     /// `version` + 1 and `updated_at` = now, with its outbox row, all in one
-    /// transaction.
+    /// transaction (a group commit's, [`Store::write`]).
     ///
     /// `decide` gets the record and the time of the change; it returns
     /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
     /// A write that loses a race is retried from the read.
-    pub async fn change_shipment(
+    pub async fn change_shipment<D>(
         &self,
         code: &str,
         actor: Actor,
-        decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
-    ) -> Result<Change, StoreError> {
+        decide: D,
+    ) -> Result<Change, StoreError>
+    where
+        D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
+    {
         self.change(code, actor, None, decide).await
     }
 
@@ -378,74 +317,40 @@ impl Store {
     /// [`confirmation::check`]. A wrong code is counted (and the count
     /// committed) though the delivery is refused; a delivery consumes the
     /// code.
-    pub async fn deliver_shipment(
+    pub async fn deliver_shipment<D>(
         &self,
         code: &str,
         courier_id: i64,
         provided: Option<&str>,
-        decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
-    ) -> Result<Change, StoreError> {
-        self.change(code, Actor::Courier(courier_id), Some(provided), decide)
+        decide: D,
+    ) -> Result<Change, StoreError>
+    where
+        D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
+    {
+        let confirmation = Some(provided.map(str::to_owned));
+        self.change(code, Actor::Courier(courier_id), confirmation, decide)
             .await
     }
 
-    /// The one change path; `confirmation` is `Some(provided code)` when
-    /// the change needs the confirmation code checked (deliver).
-    async fn change(
+    /// The one change path.
+    async fn change<D>(
         &self,
         code: &str,
         actor: Actor,
-        confirmation: Option<Option<&str>>,
-        mut decide: impl FnMut(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal>,
-    ) -> Result<Change, StoreError> {
-        for _ in 0..ATTEMPTS {
-            let mut tx = self.begin().await?;
-            let Some(record) = fetch_by_code(&mut tx, code).await? else {
-                return Ok(Change::NotFound);
-            };
-            if !actor.may_see(&record) {
-                return Ok(Change::Refused(Refusal::Forbidden));
-            }
-            let mut shipment = record.to_model()?;
-            let at = now();
-            let read_version = record.version;
-            let read_status = record.status.clone();
-            match decide(&mut shipment, at) {
-                Err(refusal) => return Ok(Change::Refused(refusal)),
-                Ok(false) => return Ok(Change::Unchanged(shipment)),
-                Ok(true) => {}
-            }
-            if let Some(provided) = confirmation
-                && let Some(stored) = confirmation_code(&mut tx, record.id).await?
-                && let Err(refusal) = confirmation::check(&stored, provided, at)
-            {
-                if refusal.counts {
-                    count_wrong_code(&mut tx, record.id).await?;
-                    tx.commit().await?;
-                }
-                let reason = refusal.reason.to_owned();
-                return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
-            }
-            shipment.version = read_version + 1;
-            shipment.updated_at = at;
-            if write_back(&mut tx, &shipment, read_version).await? {
-                recount(
-                    &mut tx,
-                    record.merchant_id,
-                    &read_status,
-                    shipment.status.as_str(),
-                )
-                .await?;
-                if confirmation.is_some() {
-                    let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
-                    tx.query(sql).bind(record.id).execute().await?;
-                }
-                outbox::enqueue(&mut tx, record.id, record.merchant_id, &shipment).await?;
-                tx.commit().await?;
-                return Ok(Change::Done(shipment));
-            }
-        }
-        Err(StoreError::Contended(format!("shipment {code}")))
+        confirmation: Option<Option<String>>,
+        decide: D,
+    ) -> Result<Change, StoreError>
+    where
+        D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
+    {
+        let row = ChangeRow {
+            code: code.to_owned(),
+            actor,
+            confirmation,
+            decide,
+        };
+        self.write(row, |tx, row| Box::pin(apply_change(tx, row)))
+            .await
     }
 
     /// Stores a new confirmation code digest for the merchant's shipment,
@@ -482,6 +387,143 @@ impl Store {
         tx.commit().await?;
         Ok(Change::Done(()))
     }
+}
+
+/// One attempt at a create in `tx`; a code collision or an idempotency key
+/// stored meanwhile fails it with a transient error, and the group commit
+/// tries again in a new transaction.
+async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreError> {
+    let NewRow {
+        merchant_id,
+        ref new,
+        ref items,
+        total_fee_minor,
+        ref idempotency,
+    } = *row;
+    let at = now();
+    if let Some((key, digest)) = idempotency {
+        let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
+                   WHERE merchant_id = $1 AND idem_key = $2";
+        let seen: Option<SeenKey> = tx
+            .query(sql)
+            .bind(merchant_id)
+            .bind(key.as_str())
+            .fetch_optional()
+            .await?;
+        match seen {
+            Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
+                return Ok(if seen.request_digest == *digest {
+                    Created::Replayed(seen.response_body)
+                } else {
+                    Created::KeyReused
+                });
+            }
+            Some(_) => {
+                let sql = "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
+                tx.query(sql)
+                    .bind(merchant_id)
+                    .bind(key.as_str())
+                    .execute()
+                    .await?;
+            }
+            None => {}
+        }
+    }
+    let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
+         description, weight_kg, dimensions, items, start_address, end_address, \
+         total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $13) \
+         RETURNING *";
+    let record: ShipmentRecord = tx
+        .query(sql)
+        .bind(code::generate().as_str())
+        .bind(merchant_id)
+        .bind(new.courier_company_id)
+        .bind(Status::AssignedToCourier.as_str())
+        .bind(new.description.as_deref())
+        .bind(new.weight_kg.map(|w| w.to_string()))
+        .bind(new.dimensions.as_deref())
+        .bind(items.as_str())
+        .bind(new.start_address.as_deref())
+        .bind(new.end_address.as_deref())
+        .bind(total_fee_minor)
+        .bind(new.webhook_url.as_deref())
+        .bind(at)
+        .fetch_one()
+        .await?;
+    let shipment = record.to_model()?;
+    if let Some((key, digest)) = idempotency {
+        let body = serde_json::to_string(&shipment).expect("shipments serialize");
+        let sql = "INSERT INTO idempotency_keys \
+                   (merchant_id, idem_key, request_digest, response_body, created_at) \
+                   VALUES ($1, $2, $3, $4, $5)";
+        // A concurrent request with the same key may win the race (only
+        // possible across processes): `IdempotencyKeyTaken`, and the next
+        // attempt's read above replays its answer.
+        tx.query(sql)
+            .bind(merchant_id)
+            .bind(key.as_str())
+            .bind(digest.as_str())
+            .bind(body)
+            .bind(at)
+            .execute()
+            .await?;
+    }
+    tx.count(merchant_id, &record.status, 1);
+    outbox::enqueue(tx, record.id, merchant_id, &shipment).await?;
+    Ok(Created::New(Box::new(shipment)))
+}
+
+/// A change in `tx`: read, decided, written back with its outbox row and
+/// counts. A write that loses a race with another process is retried from
+/// the read (PostgreSQL; on SQLite the transaction holds the only write
+/// lock).
+async fn apply_change<D>(tx: &mut Tx, row: &ChangeRow<D>) -> Result<Change, StoreError>
+where
+    D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync,
+{
+    for _ in 0..ATTEMPTS {
+        let Some(record) = fetch_by_code(tx, &row.code).await? else {
+            return Ok(Change::NotFound);
+        };
+        if !row.actor.may_see(&record) {
+            return Ok(Change::Refused(Refusal::Forbidden));
+        }
+        let mut shipment = record.to_model()?;
+        let at = now();
+        let read_version = record.version;
+        match (row.decide)(&mut shipment, at) {
+            Err(refusal) => return Ok(Change::Refused(refusal)),
+            Ok(false) => return Ok(Change::Unchanged(shipment)),
+            Ok(true) => {}
+        }
+        if let Some(provided) = &row.confirmation
+            && let Some(stored) = confirmation_code(tx, record.id).await?
+            && let Err(refusal) = confirmation::check(&stored, provided.as_deref(), at)
+        {
+            if refusal.counts {
+                // Committed though the delivery is refused.
+                count_wrong_code(tx, record.id).await?;
+            }
+            let reason = refusal.reason.to_owned();
+            return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
+        }
+        shipment.version = read_version + 1;
+        shipment.updated_at = at;
+        if write_back(tx, &shipment, read_version).await? {
+            if record.status != shipment.status.as_str() {
+                tx.count(record.merchant_id, &record.status, -1);
+                tx.count(record.merchant_id, shipment.status.as_str(), 1);
+            }
+            if row.confirmation.is_some() {
+                let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
+                tx.query(sql).bind(record.id).execute().await?;
+            }
+            outbox::enqueue(tx, record.id, record.merchant_id, &shipment).await?;
+            return Ok(Change::Done(shipment));
+        }
+    }
+    Err(StoreError::Contended(format!("shipment {}", row.code)))
 }
 
 /// The shipment's confirmation code, if one was generated; locked on

@@ -148,6 +148,58 @@ async fn on_each_engine(check: impl AsyncFn(&Store)) {
     admin_sql(format!("DROP DATABASE {name}")).await;
 }
 
+/// Concurrent writes through the group commit each get their own answer:
+/// the writes that fail (a taken e-mail) fail alone, and every write that
+/// was answered with success is in the database.
+async fn each_grouped_write_is_answered_alone(store: &Store) {
+    let insert: super::group_commit::Job<String, i64> = |tx, email| {
+        Box::pin(async move {
+            let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
+                       VALUES ('Shop', $1, 'x', $2) RETURNING id";
+            Ok(tx
+                .query(sql)
+                .bind(email.as_str())
+                .bind(now())
+                .scalar()
+                .await?)
+        })
+    };
+    let writes = (0..200).map(|i| {
+        let store = store.clone();
+        // Every tenth write takes the same e-mail: one of them wins.
+        let email = if i % 10 == 0 {
+            "taken@example.com".to_owned()
+        } else {
+            format!("shop-{i}@example.com")
+        };
+        tokio::spawn(async move { (email.clone(), store.write(email, insert).await) })
+    });
+    let mut stored = std::collections::HashSet::new();
+    let mut taken = 0;
+    for write in writes.collect::<Vec<_>>() {
+        match write.await.unwrap() {
+            (email, Ok(id)) => assert!(stored.insert((email, id))),
+            (email, Err(StoreError::EmailTaken)) => {
+                assert_eq!(email, "taken@example.com");
+                taken += 1;
+            }
+            (_, Err(e)) => panic!("{e}"),
+        }
+    }
+    assert_eq!((stored.len(), taken), (181, 19));
+    let sql = "SELECT email, id FROM merchants";
+    let rows: Vec<(String, i64)> = store.query(sql).fetch_all().await.unwrap();
+    assert_eq!(
+        rows.into_iter().collect::<std::collections::HashSet<_>>(),
+        stored
+    );
+}
+
+#[tokio::test]
+async fn each_engine_answers_each_grouped_write_alone() {
+    on_each_engine(each_grouped_write_is_answered_alone).await;
+}
+
 #[tokio::test]
 async fn each_engine_reports_each_unique_constraint() {
     on_each_engine(each_duplicate_is_named).await;

@@ -142,7 +142,7 @@ impl Listeners {
 /// a second; changes announced meanwhile do not reach live listeners (a
 /// reconnecting listener's `Last-Event-ID` catch-up still finds them).
 pub async fn relay(store: Store, listeners: Listeners, mut stop: watch::Receiver<bool>) {
-    let Store::Postgres(pool) = &store else {
+    let crate::store::Pool::Postgres(pool) = store.pool() else {
         return;
     };
     while !*stop.borrow() {

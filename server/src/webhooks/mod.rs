@@ -237,19 +237,12 @@ impl Dispatcher {
             .await?;
         // Committed and claimed: listeners get it now, in the same order
         // per shipment as webhooks do. On PostgreSQL every server process
-        // has listeners of its own: the claim is announced to all of them
-        // (`listeners::relay`), this one included.
-        match inner.store.backend() {
-            crate::store::Backend::Sqlite => inner
+        // has listeners of its own: the claim announced itself to all of
+        // them when it committed (`listeners::relay`), this one included.
+        if inner.store.backend() == crate::store::Backend::Sqlite {
+            inner
                 .listeners
-                .publish(rows.iter().filter_map(OutboxRow::for_listeners)),
-            crate::store::Backend::Postgres if !rows.is_empty() => {
-                let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-                if let Err(e) = inner.store.announce_claimed(&ids).await {
-                    tracing::warn!(error = %e, "outbox: listeners will miss claimed changes");
-                }
-            }
-            crate::store::Backend::Postgres => {}
+                .publish(rows.iter().filter_map(OutboxRow::for_listeners));
         }
         let targets = inner.store.outbox_targets(&rows).await?;
         Ok(rows.into_iter().zip(targets).collect())

@@ -30,11 +30,11 @@ async fn expired_tokens_are_refused(app: &TestApp) {
     let token = app.login(&email, &password).await;
     let past = chrono::Utc::now() - chrono::Duration::minutes(1);
     let sql = "UPDATE sessions SET expires_at = $1";
-    match &app.store {
-        shipment_server::store::Store::Sqlite(pool) => {
+    match app.store.pool() {
+        shipment_server::store::Pool::Sqlite(pool) => {
             sqlx::query(sql).bind(past).execute(pool).await.unwrap();
         }
-        shipment_server::store::Store::Postgres(pool) => {
+        shipment_server::store::Pool::Postgres(pool) => {
             sqlx::query(sql).bind(past).execute(pool).await.unwrap();
         }
     }

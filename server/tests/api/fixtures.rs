@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::store::Store;
+use shipment_server::store::{Pool, Store};
 use shipment_server::{Application, Config, StartError};
 use shipment_testkit::{Db, FreshDb, TestApp, send};
 
@@ -95,9 +95,9 @@ async fn counts(store: &Store) -> Vec<(&'static str, i64)> {
         "shipment_signing_keys",
     ] {
         let sql = sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}"));
-        let n: i64 = match store {
-            Store::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
-            Store::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+        let n: i64 = match store.pool() {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
         };
         out.push((table, n));
     }
@@ -494,7 +494,7 @@ async fn sqlite_memory_outlives_every_pool_connection() {
         .await
         .unwrap();
     store.migrate().await.unwrap();
-    let Store::Sqlite(pool) = &store else {
+    let Pool::Sqlite(pool) = store.pool() else {
         unreachable!("sqlite::memory: is SQLite")
     };
     sqlx::query("INSERT INTO courier_companies (name, active, base_fee_minor, per_kg_minor, per_km_minor, created_at) VALUES ('Kept', TRUE, 1, 1, 1, '2026-01-01T00:00:00Z')")

@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use shipment_server::domain::keys::Environment;
 use shipment_server::domain::sealed::DataKey;
-use shipment_server::store::{PoolSettings, Store};
+use shipment_server::store::{Pool, PoolSettings, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -171,9 +171,9 @@ async fn wait_until_outbox_drained(store: &Store) {
 /// Every (code, version) the database holds.
 async fn committed_changes(store: &Store) -> Vec<(String, i64)> {
     let sql = "SELECT code, version FROM shipments";
-    match store {
-        Store::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
-        Store::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+    match store.pool() {
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
     }
 }
 

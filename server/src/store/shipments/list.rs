@@ -21,9 +21,9 @@ impl Store {
         actor: Actor,
         q: &ListQuery,
     ) -> Result<(Vec<Shipment>, u64), StoreError> {
-        let (rows, total) = match self {
-            Store::Sqlite(pool) => page_on(pool, actor, q).await?,
-            Store::Postgres(pool) => page_on(pool, actor, q).await?,
+        let (rows, total) = match self.pool() {
+            crate::store::Pool::Sqlite(pool) => page_on(pool, actor, q).await?,
+            crate::store::Pool::Postgres(pool) => page_on(pool, actor, q).await?,
         };
         let data = rows
             .iter()
