@@ -157,7 +157,7 @@ impl Backend {
 
 /// A handle on the database; cheap to clone.
 ///
-/// Besides the pool it holds the queue of [`Store::write`], where the
+/// Besides the pool it holds the queue of `Store::write`, where the
 /// writes of concurrent requests wait to be committed together.
 #[derive(Debug, Clone)]
 pub struct Store {

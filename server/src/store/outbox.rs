@@ -219,7 +219,7 @@ const CLAIM_POSTGRES: &str = claim_sql!(" FOR UPDATE SKIP LOCKED");
 impl Store {
     /// Claims up to `limit` rows for `worker` until now + `lease`, and
     /// commits the claim before returning, so no network call happens inside
-    /// a transaction. The claim rides in a group commit ([`Store::write`])
+    /// a transaction. The claim rides in a group commit (`Store::write`)
     /// with the writes of requests; on PostgreSQL it is announced to every
     /// process's listeners when it commits.
     ///
@@ -334,7 +334,7 @@ impl Store {
 
     /// Logs one attempt, with the delivery a redelivery repeats. A second
     /// record for the same row and URL is ignored. Committed with other
-    /// writes ([`Store::write`]).
+    /// writes (`Store::write`).
     pub async fn record_delivery(
         &self,
         row: &OutboxRow,
@@ -428,7 +428,7 @@ impl Store {
     }
 
     /// Marks a row delivered, if `worker` still holds it. Committed with
-    /// other writes ([`Store::write`]).
+    /// other writes (`Store::write`).
     pub async fn finish_outbox(&self, id: i64, worker: &str) -> Result<(), StoreError> {
         let finished = (id, worker.to_owned());
         self.write(finished, |tx, (id, worker)| {

@@ -269,7 +269,7 @@ struct ChangeRow<D> {
 
 impl Store {
     /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
-    /// committed with the writes of concurrent requests ([`Store::write`]).
+    /// committed with the writes of concurrent requests (`Store::write`).
     pub async fn create_shipment(
         &self,
         merchant_id: i64,
@@ -295,7 +295,7 @@ impl Store {
 
     /// Reads a shipment, lets `decide` change it, and writes it back with
     /// `version` + 1 and `updated_at` = now, with its outbox row, all in one
-    /// transaction (a group commit's, [`Store::write`]).
+    /// transaction (a group commit's, `Store::write`).
     ///
     /// `decide` gets the record and the time of the change; it returns
     /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
