@@ -353,10 +353,12 @@ impl Db {
     }
 
     async fn begin(&self) -> Result<Tx, StoreError> {
-        let conn = match (&self.pool, &self.sqlite_writer) {
-            (_, Some(writer)) => TxConn::Sqlite(writer.begin_with("BEGIN IMMEDIATE").await?),
-            (Pool::Sqlite(pool), None) => TxConn::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
-            (Pool::Postgres(pool), _) => TxConn::Postgres(pool.begin().await?),
+        let conn = match &self.pool {
+            Pool::Sqlite(pool) => {
+                let writer = self.sqlite_writer.as_ref().unwrap_or(pool);
+                TxConn::Sqlite(writer.begin_with("BEGIN IMMEDIATE").await?)
+            }
+            Pool::Postgres(pool) => TxConn::Postgres(pool.begin().await?),
         };
         Ok(Tx {
             conn,

@@ -243,10 +243,6 @@ pub(super) async fn bump_count(
     Ok(())
 }
 
-/// Attempts of a change that keeps losing races (PostgreSQL, with other
-/// processes) before giving up.
-const ATTEMPTS: usize = 8;
-
 /// A create, as the group commit runs it.
 struct NewRow {
     merchant_id: i64,
@@ -482,7 +478,9 @@ async fn apply_change<D>(tx: &mut Tx, row: &ChangeRow<D>) -> Result<Change, Stor
 where
     D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync,
 {
-    for _ in 0..ATTEMPTS {
+    // As many re-reads after a lost race (PostgreSQL, with other
+    // processes) as the group commit gives a write.
+    for _ in 0..super::group_commit::ATTEMPTS {
         let Some(record) = fetch_by_code(tx, &row.code).await? else {
             return Ok(Change::NotFound);
         };
