@@ -8,7 +8,9 @@
 # 100,000 shipments, then runs wrk against: GET one shipment by code, POST a
 # shipment, GET a list page of 100, and /healthz (the ceiling: no database).
 # Prints wrk's report for each. Settings: DURATION (default 15s),
-# CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them).
+# CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
+# ONLY (a space-separated subset of: healthz code list post; default all),
+# DB_CONNECTIONS (the server's --db-max-connections, 16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-sqlite}"
@@ -17,6 +19,7 @@ CONNECTIONS="${CONNECTIONS:-32}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-100000}"
 PORT="${PORT:-18080}"
+ONLY="${ONLY:-healthz code list post}"
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 cargo build --release -q -p shipment-server
@@ -44,7 +47,7 @@ key=$(admin create-api-key --merchant-id "$merchant" | field key)
 courier=$(admin create-courier --name Swift | field courier_company_id)
 admin link-courier --merchant-id "$merchant" --courier-id "$courier" >/dev/null
 
-"$bin" serve --addr "127.0.0.1:$PORT" --db-max-connections 16 &
+"$bin" serve --addr "127.0.0.1:$PORT" --db-max-connections "${DB_CONNECTIONS:-16}" &
 server_pid=$!
 base="http://127.0.0.1:$PORT/api/v1"
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
@@ -77,11 +80,12 @@ wrk.body = '{"courier_company_id": $courier, "weight_kg": 2.5, "items": ["book"]
 LUA
 
 run() {
-  local name="$1"; shift
+  local which="$1" name="$2"; shift 2
+  [[ " $ONLY " == *" $which "* ]] || return 0
   echo; echo "=== $name ($backend, $DURATION, $CONNECTIONS connections)"
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$@" | grep -E "Requests/sec|Latency +|^ +(50|99)%|Non-2xx|Socket errors"
 }
-run "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
-run "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
-run "GET /shipments?page_size=100" -H "X-API-KEY: $key" "$base/shipments?page_size=100"
-run "POST /shipments" -s "$work/post.lua" "$base/shipments"
+run healthz "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
+run code "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
+run list "GET /shipments?page_size=100" -H "X-API-KEY: $key" "$base/shipments?page_size=100"
+run post "POST /shipments" -s "$work/post.lua" "$base/shipments"

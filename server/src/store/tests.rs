@@ -207,7 +207,9 @@ async fn each_engine_reports_each_unique_constraint() {
 
 /// A claimed row carries the shipment's own URL and signing key, captured
 /// at the change or, for a row written before the capture, read from the
-/// shipment; a re-claim leaves out the URLs already attempted.
+/// shipment; a re-claim leaves out the URLs already attempted; a row
+/// finished with its last attempt logged is in the log and not claimed
+/// again.
 async fn claims_carry_what_delivery_needs(store: &Store) {
     let merchant = store
         .create_merchant("Shop", "shop@example.com", "x")
@@ -309,6 +311,23 @@ async fn claims_carry_what_delivery_needs(store: &Store) {
     let targets = store.outbox_targets(&again).await.unwrap();
     let left: Vec<&str> = targets[0].iter().map(|t| t.url.as_str()).collect();
     assert_eq!(left, ["https://example.com/own"]);
+
+    // The second worker finishes the row, its last attempt logged in the
+    // same write: the row is done and both attempts are in the log.
+    store
+        .finish_outbox(&again[0], "w2", Some((&targets[0][0], &attempt)))
+        .await
+        .unwrap();
+    let logged: i64 = store
+        .query("SELECT COUNT(*) FROM webhook_deliveries WHERE outbox_id = $1")
+        .bind(again[0].id)
+        .scalar()
+        .await
+        .unwrap();
+    assert_eq!(logged, 2);
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let rest = store.claim_outbox("w3", lease, 10).await.unwrap();
+    assert!(rest.iter().all(|r| r.id != again[0].id), "{rest:?}");
 }
 
 #[tokio::test]
