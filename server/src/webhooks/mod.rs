@@ -191,14 +191,21 @@ impl Dispatcher {
     ///
     /// Rows are claimed whenever there is room (up to `max_in_flight`), not
     /// batch by batch, so a slow receiver delays only its own rows.
+    ///
+    /// A row waiting its turn for a slow receiver (`per_target`) can
+    /// outlive its lease and come back in this dispatcher's next claim; the
+    /// claim renews its lease, and it is not sent a second time.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let settings = &self.inner.settings;
         let mut running: JoinSet<()> = JoinSet::new();
+        let mut in_flight: HashMap<tokio::task::Id, i64> = HashMap::new();
         loop {
             if *stop.borrow() {
                 break;
             }
-            while running.try_join_next().is_some() {}
+            while let Some(joined) = running.try_join_next_with_id() {
+                in_flight.remove(&task_of(joined));
+            }
             let room = settings.max_in_flight.saturating_sub(running.len());
             let mut claimed = 0;
             if room > 0 {
@@ -207,7 +214,12 @@ impl Dispatcher {
                     Ok(batch) => {
                         claimed = batch.len();
                         for (row, targets) in batch {
-                            running.spawn(self.clone().deliver_row_logged(row, targets));
+                            if in_flight.values().any(|&id| id == row.id) {
+                                continue;
+                            }
+                            let id = row.id;
+                            let task = running.spawn(self.clone().deliver_row_logged(row, targets));
+                            in_flight.insert(task.id(), id);
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "outbox: cannot claim rows; will retry"),
@@ -217,7 +229,9 @@ impl Dispatcher {
                 // A finished row may unblock the next change of its shipment,
                 // so a completion is a reason to claim again.
                 tokio::select! {
-                    Some(_) = running.join_next(), if !running.is_empty() => {}
+                    Some(joined) = running.join_next_with_id(), if !running.is_empty() => {
+                        in_flight.remove(&task_of(joined));
+                    }
                     () = tokio::time::sleep(settings.poll_interval) => {}
                     () = self.inner.signal.notified() => {}
                     _ = stop.changed() => {}
@@ -394,6 +408,11 @@ impl Dispatcher {
             .map_err(|e| describe(&e, self.inner.settings.timeout))?;
         Ok(response.status().as_u16())
     }
+}
+
+/// The task a joined delivery ran in, whether it ended or panicked.
+fn task_of(joined: Result<(tokio::task::Id, ()), tokio::task::JoinError>) -> tokio::task::Id {
+    joined.map_or_else(|e| e.id(), |(task, ())| task)
 }
 
 /// A one-line reason for the delivery log, without internals of reqwest.

@@ -472,8 +472,47 @@ async fn private_targets_are_refused_again_when_connecting() {
     app.stop().await;
 }
 
+/// Rows waiting their turn for a slow receiver (one request at a time,
+/// 300 ms each) outlive their 200 ms lease, and the dispatcher's next
+/// claims take them again: each is still sent once.
+async fn a_row_that_outlives_its_lease_while_waiting_is_sent_once(db: Db) {
+    let Some((app, key)) = idle_app(db).await else {
+        return;
+    };
+    let receiver = Receiver::start(StatusCode::OK, Duration::from_millis(300)).await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    register(&app, &email, &password, &receiver.url).await;
+    for _ in 0..3 {
+        app.create_default(&f).await;
+    }
+    let slow = DispatchSettings {
+        per_target: 1,
+        poll_interval: Duration::from_millis(20),
+        ..settings(Duration::from_millis(200))
+    };
+    let dispatcher = Dispatcher::new(app.store.clone(), key, slow).unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(dispatcher.run(stopped));
+    receiver.wait_for(3).await;
+    // Time for a second copy of the last row to arrive, had one been sent.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.send(true).unwrap();
+    running.await.unwrap();
+
+    let ids: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.headers["x-service-delivery-id"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3, "sent more than once: {ids:?}");
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
+    app.stop().await;
+}
+
 shipment_testkit::db_tests!(
     db;
     a_claim_whose_process_died_is_delivered_after_its_lease,
+    a_row_that_outlives_its_lease_while_waiting_is_sent_once,
     concurrent_dispatchers_deliver_each_change_once_in_order,
 );
