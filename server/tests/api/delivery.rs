@@ -503,7 +503,12 @@ async fn a_row_that_outlives_its_lease_while_waiting_is_sent_once(db: Db) {
     let ids: Vec<String> = receiver
         .received()
         .iter()
-        .map(|r| r.headers["x-service-delivery-id"].to_str().unwrap().to_owned())
+        .map(|r| {
+            r.headers["x-service-delivery-id"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(ids.len(), 3, "sent more than once: {ids:?}");
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
