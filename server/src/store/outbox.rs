@@ -450,6 +450,28 @@ impl Store {
         self.write(finished, |tx, f| Box::pin(finish(tx, f))).await
     }
 
+    /// Extends `worker`'s claim on row `id` to now + `lease`; returns
+    /// whether `worker` still held it (false: its lease ran out and another
+    /// process took the row, or the row is done). Committed with other
+    /// writes (`Store::write`).
+    ///
+    /// The dispatcher renews the claim of a row whose delivery outlasts a
+    /// third of its lease (a slow receiver, or a wait for its turn at one),
+    /// so no other process takes a row that is still being delivered.
+    pub async fn renew_outbox(
+        &self,
+        id: i64,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let renewal = Renewal {
+            id,
+            worker: worker.to_owned(),
+            lease,
+        };
+        self.write(renewal, |tx, r| Box::pin(renew(tx, r))).await
+    }
+
     /// How many rows wait, and since when (for `/metrics` and tests).
     pub async fn outbox_backlog(&self) -> Result<Backlog, StoreError> {
         let sql = "SELECT COUNT(*) AS depth, MIN(created_at) AS oldest FROM outbox \
@@ -485,6 +507,21 @@ async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
         super::listen::announce_claimed(tx, &ids).await?;
     }
     Ok(rows)
+}
+
+/// A lease renewal, as the group commit runs it.
+struct Renewal {
+    id: i64,
+    worker: String,
+    lease: Duration,
+}
+
+/// See [`Store::renew_outbox`].
+async fn renew(tx: &mut Tx, r: &Renewal) -> Result<bool, StoreError> {
+    let sql = "UPDATE outbox SET claimed_until = $1 \
+               WHERE id = $2 AND claimed_by = $3 AND done_at IS NULL";
+    let q = tx.query(sql).bind(now() + r.lease).bind(r.id);
+    Ok(q.bind(r.worker.as_str()).execute().await? == 1)
 }
 
 /// One attempt for the delivery log.

@@ -192,9 +192,10 @@ impl Dispatcher {
     /// Rows are claimed whenever there is room (up to `max_in_flight`), not
     /// batch by batch, so a slow receiver delays only its own rows.
     ///
-    /// A row waiting its turn for a slow receiver (`per_target`) can
-    /// outlive its lease and come back in this dispatcher's next claim; the
-    /// claim renews its lease, and it is not sent a second time.
+    /// A row being delivered renews its lease (see `deliver_row`). Should a
+    /// renewal come late (a stalled database) and the row come back in this
+    /// dispatcher's next claim, the claim renews its lease, and it is not
+    /// sent a second time.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let settings = &self.inner.settings;
         let mut running: JoinSet<()> = JoinSet::new();
@@ -246,11 +247,9 @@ impl Dispatcher {
     /// claimed until their lease runs out, and another claim retries them.
     async fn claim(&self, limit: u32) -> Result<Vec<(OutboxRow, Vec<Target>)>, StoreError> {
         let inner = &self.inner;
-        let lease = chrono::Duration::from_std(inner.settings.lease)
-            .unwrap_or(chrono::Duration::seconds(60));
         let rows = inner
             .store
-            .claim_outbox(&inner.worker, lease, limit)
+            .claim_outbox(&inner.worker, self.lease(), limit)
             .await?;
         // Committed and claimed: listeners get it now, in the same order
         // per shipment as webhooks do. On PostgreSQL every server process
@@ -263,6 +262,12 @@ impl Dispatcher {
         }
         let targets = inner.store.outbox_targets(&rows).await?;
         Ok(rows.into_iter().zip(targets).collect())
+    }
+
+    /// The lease of a claim, as the store takes it.
+    fn lease(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.inner.settings.lease)
+            .unwrap_or(chrono::Duration::seconds(60))
     }
 
     async fn deliver_row_logged(self, row: OutboxRow, targets: Vec<Target>) {
@@ -287,6 +292,11 @@ impl Dispatcher {
 
     /// Sends one row to each of its targets at once, logs every attempt as
     /// it ends, and marks the row done in the write that logs the last one.
+    ///
+    /// Every third of the lease while it is still sending (or waiting for
+    /// its turn at a slow receiver), it renews its claim, so no other
+    /// process takes the row and sends it a second time. Only slow rows pay
+    /// that write.
     async fn deliver_row(&self, row: &OutboxRow, targets: Vec<Target>) -> Result<(), StoreError> {
         let mut sends = JoinSet::new();
         for target in targets {
@@ -298,16 +308,32 @@ impl Dispatcher {
             });
         }
         let store = &self.inner.store;
+        let worker = &self.inner.worker;
+        let every = (self.inner.settings.lease / 3).max(Duration::from_millis(1));
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last = None;
-        while let Some(sent) = sends.join_next().await {
-            match sent {
-                Ok(sent) if sends.is_empty() => last = Some(sent),
-                Ok((target, attempt)) => store.record_delivery(row, &target, &attempt).await?,
-                Err(e) => tracing::error!(error = %e, "outbox: a delivery task failed"),
+        loop {
+            tokio::select! {
+                sent = sends.join_next() => match sent {
+                    None => break,
+                    Some(Ok(sent)) if sends.is_empty() => last = Some(sent),
+                    Some(Ok((target, attempt))) => {
+                        store.record_delivery(row, &target, &attempt).await?;
+                    }
+                    Some(Err(e)) => tracing::error!(error = %e, "outbox: a delivery task failed"),
+                },
+                _ = renew.tick() => match store.renew_outbox(row.id, worker, self.lease()).await {
+                    Ok(true) => {}
+                    // Sending on: this process's attempts are logged, and
+                    // the receiver spots a repeat by its delivery id.
+                    Ok(false) => tracing::warn!(outbox_id = row.id, "outbox: lease lost while delivering; another process may send this row too"),
+                    Err(e) => tracing::warn!(outbox_id = row.id, error = %e, "outbox: cannot renew a lease; will retry"),
+                },
             }
         }
         let last = last.as_ref().map(|(target, attempt)| (target, attempt));
-        store.finish_outbox(row, &self.inner.worker, last).await
+        store.finish_outbox(row, worker, last).await
     }
 
     /// The semaphore bounding requests to one URL.

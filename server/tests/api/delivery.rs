@@ -515,9 +515,58 @@ async fn a_row_that_outlives_its_lease_while_waiting_is_sent_once(db: Db) {
     app.stop().await;
 }
 
+/// Two processes' dispatchers on one database, a slow receiver: rows
+/// waiting for their turn in one process outlive their lease, but renew
+/// it, so the other process does not take and send them as well.
+async fn a_row_still_being_delivered_is_not_taken_by_another_process(db: Db) {
+    let Some((app, key)) = idle_app(db).await else {
+        return;
+    };
+    let receiver = Receiver::start(StatusCode::OK, Duration::from_millis(400)).await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    register(&app, &email, &password, &receiver.url).await;
+    for _ in 0..4 {
+        app.create_default(&f).await;
+    }
+    // The last of 4 rows waits 1.2 s for its turn, three leases.
+    let slow = DispatchSettings {
+        per_target: 1,
+        poll_interval: Duration::from_millis(20),
+        ..settings(Duration::from_millis(400))
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let first = Dispatcher::new(app.store.clone(), key.clone(), slow.clone()).unwrap();
+    let first = tokio::spawn(first.run(stopped.clone()));
+    receiver.wait_for(1).await;
+    let second = Dispatcher::new(app.store.clone(), key, slow).unwrap();
+    let second = tokio::spawn(second.run(stopped));
+    receiver.wait_for(4).await;
+    // Time for a second copy of the last row to arrive, had one been sent.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    stop.send(true).unwrap();
+    first.await.unwrap();
+    second.await.unwrap();
+
+    let ids: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| {
+            r.headers["x-service-delivery-id"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 4, "a row was sent twice: {ids:?}");
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
+    app.stop().await;
+}
+
 shipment_testkit::db_tests!(
     db;
     a_claim_whose_process_died_is_delivered_after_its_lease,
+    a_row_still_being_delivered_is_not_taken_by_another_process,
     a_row_that_outlives_its_lease_while_waiting_is_sent_once,
     concurrent_dispatchers_deliver_each_change_once_in_order,
 );
