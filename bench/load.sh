@@ -13,7 +13,9 @@
 # CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
 # ONLY (a space-separated subset of: healthz code list courier dates post;
 # default all),
-# DB_CONNECTIONS (the server's --db-max-connections, 16).
+# DB_CONNECTIONS (the server's --db-max-connections, 16), SERVER_BIN (a
+# server binary to measure instead of building this checkout's, for a
+# before-and-after comparison).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-sqlite}"
@@ -25,8 +27,12 @@ PORT="${PORT:-18080}"
 ONLY="${ONLY:-healthz code list courier dates post}"
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-cargo build --release -q -p shipment-server
-bin="$PWD/target/release/shipment-server"
+if [ -n "${SERVER_BIN:-}" ]; then
+  bin="$SERVER_BIN"
+else
+  cargo build --release -q -p shipment-server
+  bin="$PWD/target/release/shipment-server"
+fi
 work="$(mktemp -d)"
 trap 'kill "${server_pid:-0}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -60,17 +66,26 @@ template=$(curl -sf "$base/shipments" -H "X-API-KEY: $key" -H 'Content-Type: app
 code=$(printf '%s' "$template" | field code)
 
 # 100k more shipments, copied from the one made over HTTP, with unique codes
-# (and the per-status counts the server keeps beside them brought up to date).
+# (and the counts the server keeps beside them brought up to date; a
+# SERVER_BIN from before migration 0009 keeps them per merchant and status).
 columns="merchant_id, courier_company_id, status, description, weight_kg, dimensions, items, start_address, end_address, total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at"
+recount="DELETE FROM shipment_counts_by_courier; INSERT INTO shipment_counts_by_courier SELECT merchant_id, courier_company_id, status, 0, COUNT(*) FROM shipments GROUP BY 1, 2, 3;"
+if [ "$(
+  case "$backend" in
+    sqlite) sqlite3 "$work/bench.db" "SELECT COUNT(*) FROM sqlite_master WHERE name = 'shipment_counts_by_courier'" ;;
+    postgres) psql -qtA "$DATABASE_URL" -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'shipment_counts_by_courier'" ;;
+  esac)" = 0 ]; then
+  recount="DELETE FROM shipment_counts; INSERT INTO shipment_counts SELECT merchant_id, status, 0, COUNT(*) FROM shipments GROUP BY 1, 2;"
+fi
 case "$backend" in
   sqlite) sqlite3 "$work/bench.db" ".timeout 10000" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < $SEED)
     INSERT INTO shipments (code, $columns) SELECT printf('SHP-B%03d-%04d', i / 10000, i % 10000), $columns
     FROM n, (SELECT * FROM shipments WHERE code = '$code');
-    DELETE FROM shipment_counts; INSERT INTO shipment_counts SELECT merchant_id, status, 0, COUNT(*) FROM shipments GROUP BY 1, 2;" >/dev/null ;;
+    $recount" >/dev/null ;;
   postgres) psql -q "$DATABASE_URL" -c "INSERT INTO shipments (code, $columns)
     SELECT format('SHP-B%s-%s', lpad((i / 10000)::text, 3, '0'), lpad((i % 10000)::text, 4, '0')), $columns
     FROM generate_series(1, $SEED) AS i, (SELECT * FROM shipments WHERE code = '$code') AS t;
-    DELETE FROM shipment_counts; INSERT INTO shipment_counts SELECT merchant_id, status, 0, COUNT(*) FROM shipments GROUP BY 1, 2;
+    $recount
     ANALYZE;" ;;
 esac
 echo "seeded: $(curl -sf "$base/shipments?page_size=1" -H "X-API-KEY: $key" | field total) shipments ($backend)"

@@ -189,14 +189,24 @@ struct Db {
     sqlite_writer: Option<SqlitePool>,
 }
 
+/// One kept count of shipments: a merchant's, with one courier company,
+/// in one status (`shipment_counts_by_courier`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Counter {
+    pub merchant_id: i64,
+    pub courier_company_id: i64,
+    pub status: String,
+}
+
 /// An open write transaction.
 pub struct Tx {
     conn: TxConn,
-    /// Changes to `shipment_counts` made in this transaction, by merchant
-    /// and status, written when it commits: in one statement per counter
-    /// however many shipments a group commit holds, and in one order, so
-    /// two transactions never wait on each other's counters.
-    counts: BTreeMap<(i64, String), i64>,
+    /// Changes to `shipment_counts_by_courier` made in this transaction, by
+    /// merchant, courier company and status, written when it commits: in
+    /// one statement per counter however many shipments a group commit
+    /// holds, and in one order, so two transactions never wait on each
+    /// other's counters.
+    counts: BTreeMap<Counter, i64>,
 }
 
 enum TxConn {
@@ -482,20 +492,17 @@ impl Tx {
         Ok(())
     }
 
-    /// Adds `delta` to the merchant's count of shipments in `status`, when
-    /// the transaction commits.
-    pub(crate) fn count(&mut self, merchant_id: i64, status: &str, delta: i64) {
-        *self
-            .counts
-            .entry((merchant_id, status.to_owned()))
-            .or_default() += delta;
+    /// Adds `delta` to a count of shipments (of one merchant, with one
+    /// courier company, in one status), when the transaction commits.
+    pub(crate) fn count(&mut self, counter: Counter, delta: i64) {
+        *self.counts.entry(counter).or_default() += delta;
     }
 
     /// Makes the transaction's writes durable, with its counts.
     pub async fn commit(mut self) -> Result<(), StoreError> {
-        for ((merchant_id, status), delta) in std::mem::take(&mut self.counts) {
+        for (counter, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {
-                shipments::bump_count(&mut self, merchant_id, &status, delta).await?;
+                shipments::bump_count(&mut self, &counter, delta).await?;
             }
         }
         match self.conn {

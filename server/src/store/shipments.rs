@@ -7,7 +7,7 @@ use shipment_sdk::model::{
     CourierId, DriverId, MerchantId, Shipment, ShipmentCode, ShipmentId, Status,
 };
 
-use super::{Backend, Store, StoreError, Tx, now, outbox};
+use super::{Backend, Counter, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
 use crate::domain::code;
 use crate::domain::confirmation;
@@ -66,6 +66,15 @@ pub struct ShipmentRecord {
 }
 
 impl ShipmentRecord {
+    /// The kept count this shipment is one of.
+    pub(crate) fn counter(&self) -> Counter {
+        Counter {
+            merchant_id: self.merchant_id,
+            courier_company_id: self.courier_company_id,
+            status: self.status.clone(),
+        }
+    }
+
     /// The status as the wire model knows it.
     pub fn status(&self) -> Status {
         self.status.parse().unwrap_or_else(|never| match never {})
@@ -214,16 +223,15 @@ async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool
     Ok(done == 1)
 }
 
-/// Shards per (merchant, status) counter on PostgreSQL: concurrent creates of
-/// one merchant update different rows instead of queueing on one.
+/// Shards per counter on PostgreSQL: concurrent creates of one merchant
+/// update different rows instead of queueing on one.
 const COUNT_SHARDS: i32 = 8;
 
-/// Adds `delta` to the merchant's count of shipments in `status` (what
-/// [`Tx::commit`] does with the transaction's [`Tx::count`]s).
+/// Adds `delta` to a kept count of shipments (what [`Tx::commit`] does
+/// with the transaction's [`Tx::count`]s).
 pub(super) async fn bump_count(
     tx: &mut Tx,
-    merchant_id: i64,
-    status: &str,
+    counter: &Counter,
     delta: i64,
 ) -> Result<(), StoreError> {
     // SQLite has one writer at a time anyway: one row is enough there.
@@ -231,11 +239,14 @@ pub(super) async fn bump_count(
         Backend::Sqlite => 0,
         Backend::Postgres => rand::random_range(0..COUNT_SHARDS),
     };
-    let sql = "INSERT INTO shipment_counts (merchant_id, status, shard, n) VALUES ($1, $2, $3, $4) \
-               ON CONFLICT (merchant_id, status, shard) DO UPDATE SET n = shipment_counts.n + excluded.n";
+    let sql = "INSERT INTO shipment_counts_by_courier \
+               (merchant_id, courier_company_id, status, shard, n) VALUES ($1, $2, $3, $4, $5) \
+               ON CONFLICT (merchant_id, courier_company_id, status, shard) \
+               DO UPDATE SET n = shipment_counts_by_courier.n + excluded.n";
     tx.query(sql)
-        .bind(merchant_id)
-        .bind(status)
+        .bind(counter.merchant_id)
+        .bind(counter.courier_company_id)
+        .bind(counter.status.as_str())
         .bind(shard)
         .bind(delta)
         .execute()
@@ -465,7 +476,7 @@ async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreErro
             .execute()
             .await?;
     }
-    tx.count(merchant_id, &record.status, 1);
+    tx.count(record.counter(), 1);
     outbox::enqueue(tx, record.id, merchant_id, &shipment).await?;
     Ok(Created::New(Box::new(shipment)))
 }
@@ -510,8 +521,13 @@ where
         shipment.updated_at = at;
         if write_back(tx, &shipment, read_version).await? {
             if record.status != shipment.status.as_str() {
-                tx.count(record.merchant_id, &record.status, -1);
-                tx.count(record.merchant_id, shipment.status.as_str(), 1);
+                let was = record.counter();
+                let now_in = Counter {
+                    status: shipment.status.as_str().to_owned(),
+                    ..was.clone()
+                };
+                tx.count(was, -1);
+                tx.count(now_in, 1);
             }
             if row.confirmation.is_some() {
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";

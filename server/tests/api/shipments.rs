@@ -429,12 +429,22 @@ async fn an_idempotency_key_reused_with_another_body_is_409(app: &TestApp) {
     assert_problem(&bad_key, 400, "invalid_field");
 }
 
-/// The totals of unfiltered and status-filtered lists come from counts kept
-/// beside the rows; they must equal a real count after every kind of change.
+/// The totals of lists filtered by nothing, status or courier company come
+/// from counts kept beside the rows; they must equal a real count after
+/// every kind of change, for the merchant and for the courier company.
 async fn list_totals_stay_exact_through_every_change(app: &TestApp) {
     let f = app.fixture().await;
     let other = app.fixture().await;
     app.create_default(&other).await;
+    // A second courier company of the merchant, which `other` uses too.
+    app.store
+        .link_courier(f.merchant_id, other.courier_id)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let second = json!({"courier_company_id": other.courier_id});
+        app.create(&f, second).await;
+    }
     let mut codes = Vec::new();
     for _ in 0..6 {
         codes.push(
@@ -482,20 +492,43 @@ async fn list_totals_stay_exact_through_every_change(app: &TestApp) {
     )
     .await;
 
-    let total = |query: String| {
-        let req = app.req(Method::GET, &format!("/shipments?{query}"), &f.key);
+    let total_at = |path: &str, key: &str, query: String| {
+        let req = app.req(Method::GET, &format!("{path}?{query}"), key);
         async move {
             let (status, page) = send(req).await;
             assert_eq!(status, StatusCode::OK, "{page}");
             page["total"].as_u64().unwrap()
         }
     };
+    let total = |query: String| total_at("/shipments", &f.key, query);
+    let total_for = |key: &str, query: String| total_at("/courier/shipments", key, query);
     // `created_after` far in the past matches every row but forces a real count.
     let all = "created_after=2000-01-01";
-    assert_eq!(total(String::new()).await, 6);
-    assert_eq!(total(all.into()).await, 6);
+    assert_eq!(total(String::new()).await, 8);
+    assert_eq!(total(all.into()).await, 8);
+    let mine = format!("courier_company_id={}", f.courier_id);
+    let theirs = format!("courier_company_id={}", other.courier_id);
+    for courier in [&mine, &theirs] {
+        let expected = if courier == &mine { 6 } else { 2 };
+        assert_eq!(total(courier.clone()).await, expected, "{courier}");
+        assert_eq!(total(format!("{courier}&{all}")).await, expected);
+    }
+    assert_eq!(total(format!("status=delivered&{mine}")).await, 1);
+    assert_eq!(total(format!("status=delivered&{theirs}")).await, 0);
+    assert_eq!(
+        total(format!("status=assigned_to_courier&{theirs}")).await,
+        2
+    );
+    // The courier companies' own lists, across their merchants.
+    assert_eq!(total_for(&f.courier_key, String::new()).await, 6);
+    let cancelled = "status=cancelled".to_owned();
+    assert_eq!(total_for(&f.courier_key, cancelled).await, 1);
+    assert_eq!(total_for(&other.courier_key, String::new()).await, 3);
+    assert_eq!(total_for(&other.courier_key, all.into()).await, 3);
+    // Another courier company's filter on a courier's own list: nothing.
+    assert_eq!(total_for(&other.courier_key, mine.clone()).await, 0);
     for (status, expected) in [
-        ("assigned_to_courier", 3),
+        ("assigned_to_courier", 5),
         ("assigned_to_driver", 1),
         ("delivered", 1),
         ("cancelled", 1),

@@ -33,15 +33,11 @@ impl Store {
     }
 }
 
-/// Whether the total can come from the maintained counts: a merchant's list
-/// filtered by nothing or by status alone (the common pages); any other
-/// filter counts the matching rows.
-fn counted(actor: Actor, q: &ListQuery) -> bool {
-    matches!(actor, Actor::Merchant(_))
-        && q.courier_company_id.is_none()
-        && q.created_after.is_none()
-        && q.created_before.is_none()
-        && q.updated_after.is_none()
+/// Whether the total can come from the kept counts: a list filtered by
+/// nothing but status and courier company (a merchant's or a courier
+/// company's); a filter by time counts the matching rows.
+fn counted(q: &ListQuery) -> bool {
+    q.created_after.is_none() && q.created_before.is_none() && q.updated_after.is_none()
 }
 
 /// The page and the total on one engine's pool.
@@ -60,16 +56,11 @@ where
     ShipmentRecord: for<'r> FromRow<'r, DB::Row>,
     (i64,): for<'r> FromRow<'r, DB::Row>,
 {
-    let mut count = if counted(actor, q) {
+    let mut count = if counted(q) {
         let mut count = QueryBuilder::new(
-            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM shipment_counts WHERE merchant_id = ",
+            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM shipment_counts_by_courier",
         );
-        count.push_bind(owner(actor));
-        if let Some(s) = &q.status {
-            count
-                .push(" AND status = ")
-                .push_bind(s.as_str().to_owned());
-        }
+        push_filter(&mut count, actor, q);
         count
     } else {
         let mut count = QueryBuilder::new("SELECT COUNT(*) FROM shipments");
