@@ -207,6 +207,9 @@ pub struct Tx {
     /// holds, and in one order, so two transactions never wait on each
     /// other's counters.
     counts: BTreeMap<Counter, i64>,
+    /// Outbox rows of this transaction's changes, written when it commits,
+    /// all in one statement.
+    outbox: Vec<outbox::Enqueued>,
 }
 
 enum TxConn {
@@ -373,6 +376,7 @@ impl Db {
         Ok(Tx {
             conn,
             counts: BTreeMap::new(),
+            outbox: Vec::new(),
         })
     }
 }
@@ -498,8 +502,13 @@ impl Tx {
         *self.counts.entry(counter).or_default() += delta;
     }
 
-    /// Makes the transaction's writes durable, with its counts.
+    /// Makes the transaction's writes durable, with its outbox rows and
+    /// counts.
     pub async fn commit(mut self) -> Result<(), StoreError> {
+        let enqueued = std::mem::take(&mut self.outbox);
+        if !enqueued.is_empty() {
+            outbox::write_enqueued(&mut self, enqueued).await?;
+        }
         for (counter, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {
                 shipments::bump_count(&mut self, &counter, delta).await?;

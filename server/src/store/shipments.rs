@@ -477,7 +477,7 @@ async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreErro
             .await?;
     }
     tx.count(record.counter(), 1);
-    outbox::enqueue(tx, record.id, merchant_id, &shipment).await?;
+    outbox::enqueue(tx, record.id, merchant_id, &shipment);
     Ok(Created::New(Box::new(shipment)))
 }
 
@@ -533,7 +533,7 @@ where
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
                 tx.query(sql).bind(record.id).execute().await?;
             }
-            outbox::enqueue(tx, record.id, record.merchant_id, &shipment).await?;
+            outbox::enqueue(tx, record.id, record.merchant_id, &shipment);
             return Ok(Change::Done(shipment));
         }
     }

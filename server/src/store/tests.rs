@@ -334,3 +334,61 @@ async fn claims_carry_what_delivery_needs(store: &Store) {
 async fn each_engine_claims_what_delivery_needs() {
     on_each_engine(claims_carry_what_delivery_needs).await;
 }
+
+/// Outbox rows wait for their transaction's commit and are then written in
+/// the order they were enqueued, however many statements that takes; a
+/// transaction that does not commit writes none.
+async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
+    use shipment_sdk::model::{CourierId, MerchantId, Shipment, ShipmentCode, ShipmentId};
+    let merchant = store
+        .create_merchant("Shop", "shop@example.com", "x")
+        .await
+        .unwrap();
+    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
+               total_fee_minor, version, created_at, updated_at) \
+               VALUES ('SHP-0000-0001', $1, $2, 'assigned_to_courier', '[]', 0, 1, $3, $3) \
+               RETURNING id";
+    let q = store.query(sql).bind(merchant).bind(courier).bind(now());
+    let id: i64 = q.scalar().await.unwrap();
+    let shipment = |version: i64| {
+        let code = ShipmentCode::parse("SHP-0000-0001").unwrap();
+        let mut s = Shipment::new(
+            ShipmentId::new(id),
+            code,
+            MerchantId::new(merchant),
+            CourierId::new(courier),
+            crate::domain::fee::from_minor_units(0),
+            now(),
+        );
+        s.version = version;
+        s
+    };
+    let versions = async || {
+        let sql = "SELECT version FROM outbox ORDER BY id";
+        store.query(sql).scalars::<i64>().await.unwrap()
+    };
+
+    let mut dropped = store.begin().await.unwrap();
+    super::outbox::enqueue(&mut dropped, id, merchant, &shipment(1));
+    drop(dropped);
+    assert!(versions().await.is_empty());
+
+    // Three statements: 64, 64 and 2 rows.
+    let mut tx = store.begin().await.unwrap();
+    for version in 1..=130 {
+        super::outbox::enqueue(&mut tx, id, merchant, &shipment(version));
+    }
+    assert!(versions().await.is_empty(), "written before the commit");
+    tx.commit().await.unwrap();
+    assert_eq!(versions().await, (1..=130).collect::<Vec<_>>());
+    let sql = "SELECT payload FROM outbox ORDER BY id DESC LIMIT 1";
+    let last: String = store.query(sql).scalar().await.unwrap();
+    let last: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!((&last["id"], &last["version"]), (&id.into(), &130.into()));
+}
+
+#[tokio::test]
+async fn each_engine_writes_enqueued_rows_at_commit_in_order() {
+    on_each_engine(enqueued_rows_are_written_at_commit_in_order).await;
+}
