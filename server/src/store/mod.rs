@@ -210,6 +210,9 @@ pub struct Tx {
     /// Outbox rows of this transaction's changes, written when it commits,
     /// all in one statement.
     outbox: Vec<outbox::Enqueued>,
+    /// Creates of this transaction, written when it commits, all in one
+    /// statement (before the outbox rows, which they add to).
+    shipments: Vec<shipments::batched::Deferred>,
 }
 
 enum TxConn {
@@ -377,6 +380,7 @@ impl Db {
             conn,
             counts: BTreeMap::new(),
             outbox: Vec::new(),
+            shipments: Vec::new(),
         })
     }
 }
@@ -502,9 +506,13 @@ impl Tx {
         *self.counts.entry(counter).or_default() += delta;
     }
 
-    /// Makes the transaction's writes durable, with its outbox rows and
-    /// counts.
+    /// Makes the transaction's writes durable, with its deferred creates,
+    /// outbox rows and counts.
     pub async fn commit(mut self) -> Result<(), StoreError> {
+        let creates = std::mem::take(&mut self.shipments);
+        if !creates.is_empty() {
+            shipments::batched::write(&mut self, creates).await?;
+        }
         let enqueued = std::mem::take(&mut self.outbox);
         if !enqueued.is_empty() {
             outbox::write_enqueued(&mut self, enqueued).await?;

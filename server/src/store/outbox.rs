@@ -118,33 +118,14 @@ pub(crate) struct Enqueued {
 const ENQUEUED_PER_INSERT: usize = super::group_commit::MAX_GROUP;
 
 /// The `INSERT` of `n` outbox rows, for each `n` up to
-/// [`ENQUEUED_PER_INSERT`], made once: each is a statement of its own to
-/// the engines' statement caches.
+/// [`ENQUEUED_PER_INSERT`].
 static INSERT_ENQUEUED: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
-    let mut sql = String::from(
-        "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
-         webhook_url, signing_key_merchant_id, created_at) VALUES ",
-    );
-    let mut all = Vec::with_capacity(ENQUEUED_PER_INSERT);
-    for row in 0..ENQUEUED_PER_INSERT {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        let p = row * 8;
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-            p + 1,
-            p + 2,
-            p + 3,
-            p + 4,
-            p + 5,
-            p + 6,
-            p + 7,
-            p + 8
-        ));
-        all.push(sql.clone());
-    }
-    all
+    let head = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
+                webhook_url, signing_key_merchant_id, created_at)";
+    super::query::multi_row(head, ENQUEUED_PER_INSERT, 8, |p| {
+        let [a, b, c, d, e, f, g, h] = std::array::from_fn(|i| p + i + 1);
+        format!("(${a}, ${b}, ${c}, ${d}, ${e}, ${f}, ${g}, ${h})")
+    })
 });
 
 /// Writes a transaction's outbox rows, in the order they were enqueued (so

@@ -65,6 +65,29 @@ pub(crate) struct Query<'c> {
     unbound: Option<BoxDynError>,
 }
 
+/// `head` followed by `VALUES` lists of 1, 2, … `rows` rows: statement `n -
+/// 1` writes `n` rows, each of them `row(p)` with its `per_row` parameters
+/// numbered from `p + 1`. Made once into a `static` (a [`Query`] takes
+/// `&'static str`); each size is a statement of its own to the engines'
+/// statement caches.
+pub(crate) fn multi_row(
+    head: &str,
+    rows: usize,
+    per_row: usize,
+    row: impl Fn(usize) -> String,
+) -> Vec<String> {
+    let mut sql = format!("{head} VALUES ");
+    let mut all = Vec::with_capacity(rows);
+    for n in 0..rows {
+        if n > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&row(n * per_row));
+        all.push(sql.clone());
+    }
+    all
+}
+
 impl Store {
     /// `sql` on the pool: each statement takes any free connection.
     pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
@@ -184,5 +207,22 @@ impl<'c> Query<'c> {
     {
         let rows = self.fetch_all::<(T,)>().await?;
         Ok(rows.into_iter().map(|(value,)| value).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multi_row_numbers_each_rows_parameters_on() {
+        let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, 2, |p| {
+            format!("(${}, 1, ${}, ${})", p + 1, p + 2, p + 2)
+        });
+        assert_eq!(
+            sql,
+            [
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2)",
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2), ($3, 1, $4, $4)",
+            ]
+        );
     }
 }

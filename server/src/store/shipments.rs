@@ -1,6 +1,8 @@
 //! Shipments: create (with idempotency), read, list, and changes that are
 //! read, decided by `domain` and written back in one transaction.
 
+use std::sync::{Arc, OnceLock};
+
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 use shipment_sdk::model::{
@@ -14,6 +16,7 @@ use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
 use crate::domain::validation::NewShipment;
 
+pub(crate) mod batched;
 mod list;
 
 /// How long an `Idempotency-Key` is remembered.
@@ -291,8 +294,17 @@ impl Store {
             total_fee_minor,
             idempotency: idempotency.map(|(k, d)| (k.to_owned(), d.to_owned())),
         };
-        self.write(row, |tx, row| Box::pin(insert_shipment(tx, row)))
-            .await
+        let inserted = self
+            .write(row, |tx, row| Box::pin(insert_shipment(tx, row)))
+            .await?;
+        match inserted {
+            Inserted::Now(created) => Ok(created),
+            // Committed: the transaction that filled the cell is gone.
+            Inserted::AtCommit(made) => Arc::into_inner(made)
+                .and_then(OnceLock::into_inner)
+                .map(|shipment| Created::New(Box::new(shipment)))
+                .ok_or_else(|| StoreError::Corrupt("a committed create left no shipment".into())),
+        }
     }
 
     /// One shipment by code, if it exists.
@@ -396,10 +408,28 @@ impl Store {
     }
 }
 
+/// What a create's write gives back.
+enum Inserted {
+    /// The answer (a create with an `Idempotency-Key`).
+    Now(Created),
+    /// The shipment, once the transaction has committed (`batched`).
+    AtCommit(Arc<OnceLock<Shipment>>),
+}
+
 /// One attempt at a create in `tx`; a code collision or an idempotency key
 /// stored meanwhile fails it with a transient error, and the group commit
-/// tries again in a new transaction.
-async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreError> {
+/// tries again in a new transaction. A create without a key is written at
+/// the commit, with the others of its group (`batched`).
+async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Inserted, StoreError> {
+    if row.idempotency.is_none() {
+        return Ok(Inserted::AtCommit(batched::defer(tx, row)));
+    }
+    insert_now(tx, row).await.map(Inserted::Now)
+}
+
+/// A create written in its turn: read the `Idempotency-Key`, write the
+/// shipment, store the answer under the key.
+async fn insert_now(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreError> {
     let NewRow {
         merchant_id,
         ref new,

@@ -392,3 +392,53 @@ async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
 async fn each_engine_writes_enqueued_rows_at_commit_in_order() {
     on_each_engine(enqueued_rows_are_written_at_commit_in_order).await;
 }
+
+/// Concurrent creates without an `Idempotency-Key` are written together at
+/// their group's commit: each request gets its own shipment, with its own
+/// outbox row (the shipment as created, byte for byte) and its count.
+async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
+    use crate::domain::validation::NewShipment;
+    use crate::store::shipments::Created;
+    let merchant = store
+        .create_merchant("Shop", "shop@example.com", "x")
+        .await
+        .unwrap();
+    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let creates = (0..150).map(|i| {
+        let store = store.clone();
+        let new = NewShipment {
+            courier_company_id: courier,
+            description: Some(format!("parcel {i}")),
+            weight_kg: None,
+            dimensions: None,
+            items: vec![format!("item {i}")],
+            start_address: None,
+            end_address: None,
+            webhook_url: None,
+        };
+        tokio::spawn(async move { store.create_shipment(merchant, new, i, None).await })
+    });
+    let mut made = std::collections::HashMap::new();
+    for create in creates.collect::<Vec<_>>() {
+        let Created::New(shipment) = create.await.unwrap().unwrap() else {
+            panic!("not a new shipment");
+        };
+        let fee_minor = shipment.total_fee.mantissa();
+        assert_eq!(shipment.description, Some(format!("parcel {fee_minor}")));
+        assert!(made.insert(shipment.id.get(), shipment).is_none());
+    }
+    assert_eq!(made.len(), 150);
+    let sql = "SELECT shipment_id, payload FROM outbox";
+    let rows: Vec<(i64, String)> = store.query(sql).fetch_all().await.unwrap();
+    assert_eq!(rows.len(), 150);
+    for (id, payload) in rows {
+        assert_eq!(payload, serde_json::to_string(&made[&id]).unwrap());
+    }
+    let sql = "SELECT CAST(SUM(n) AS BIGINT) FROM shipment_counts_by_courier";
+    assert_eq!(store.query(sql).scalar::<i64>().await.unwrap(), 150);
+}
+
+#[tokio::test]
+async fn each_engine_gives_concurrent_creates_their_own_shipments() {
+    on_each_engine(concurrent_creates_each_get_their_own_shipment).await;
+}
