@@ -1,17 +1,24 @@
 //! The command tree, as typed on the command line: raw options, before the
 //! configuration file and the environment are taken into account.
+//!
+//! The two large groups have a module each (`shipments`, `webhooks`, as in
+//! [`crate::commands`]); the small ones stay here.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use rust_decimal::Decimal;
-use shipment_sdk::model::{
-    ApiKeyId, CourierId, DeliveryId, WebhookId, WebhookUrl, WebhookUrlError,
-};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use shipment_sdk::model::{ApiKeyId, WebhookUrl, WebhookUrlError};
 
 use crate::output::Format;
+
+mod shipments;
+mod webhooks;
+
+pub use shipments::{
+    CreateArgs, DeliveriesArgs, ImportArgs, ImportFormat, ListArgs, ShipmentsCommand, WatchArgs,
+};
+pub use webhooks::{BodyArg, SigningKeyArg, WebhooksCommand};
 
 /// What each exit code means; printed by every `--help`.
 pub const EXIT_CODES: &str = "\
@@ -215,214 +222,6 @@ Exit codes:
   1  at least one check failed (or could not run)
   2  usage: a wrong flag";
 
-/// `shipctl shipments ...`.
-#[derive(Debug, Subcommand)]
-pub enum ShipmentsCommand {
-    /// Create a shipment from flags, or from a JSON file with --file.
-    Create(CreateArgs),
-    /// List shipments, newest first: one page, or every page with --all.
-    List(ListArgs),
-    /// Show one shipment.
-    Get {
-        /// The shipment code, SHP-XXXX-XXXX.
-        code: String,
-    },
-    /// Cancel a shipment (before pickup; cancelling again is harmless).
-    Cancel {
-        /// The shipment code, SHP-XXXX-XXXX.
-        code: String,
-    },
-    /// Rate a delivered shipment, once, from 1 to 10.
-    Rate {
-        /// The shipment code, SHP-XXXX-XXXX.
-        code: String,
-        /// The rating, 1 to 10.
-        #[arg(value_parser = clap::value_parser!(u8).range(1..=10))]
-        rating: u8,
-    },
-    /// Generate the code the courier needs to deliver (it replaces any
-    /// earlier one and lasts 72 hours).
-    ConfirmationCode {
-        /// The shipment code, SHP-XXXX-XXXX.
-        code: String,
-    },
-    /// Follow a shipment until it is delivered, returned or cancelled: one
-    /// line per change (with `-o ndjson`, one object per change; with `-o
-    /// json`, the final shipment).
-    Watch(WatchArgs),
-    /// The delivery history of a shipment, newest first: every attempt to
-    /// each webhook and to its own webhook_url, redeliveries included
-    /// (needs `shipctl login`).
-    Deliveries(DeliveriesArgs),
-    /// Create shipments in bulk from a CSV or NDJSON file.
-    ///
-    /// Every row is sent with an idempotency key, so running the same file
-    /// again creates nothing twice: an interrupted import resumes that way.
-    Import(ImportArgs),
-}
-
-/// `shipctl shipments create`.
-#[derive(Debug, Args)]
-pub struct CreateArgs {
-    /// The courier company id (see `shipctl couriers list`).
-    #[arg(long, required_unless_present = "file")]
-    pub courier: Option<CourierId>,
-    /// Weight in kilograms, e.g. 4.5.
-    #[arg(long)]
-    pub weight: Option<Decimal>,
-    /// Free text, e.g. "30x20x10 cm".
-    #[arg(long)]
-    pub dimensions: Option<String>,
-    /// Pickup address; "lat,lng" makes the fee include the distance.
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Delivery address; "lat,lng" makes the fee include the distance.
-    #[arg(long)]
-    pub to: Option<String>,
-    /// An item label; repeat for several.
-    #[arg(long = "item", value_name = "ITEM")]
-    pub items: Vec<String>,
-    /// What is shipped.
-    #[arg(long)]
-    pub description: Option<String>,
-    /// HTTPS address that receives this shipment's changes.
-    #[arg(long, value_parser = parse_webhook_url)]
-    pub webhook_url: Option<String>,
-    /// The whole request as JSON (the API's create body) instead of flags;
-    /// `-` reads stdin.
-    #[arg(long, conflicts_with_all = ["courier", "weight", "dimensions", "from", "to", "items", "description", "webhook_url"])]
-    pub file: Option<PathBuf>,
-    /// Makes a repeated create safe: the same key and body within 24 hours
-    /// give the first shipment back instead of a second one.
-    #[arg(long)]
-    pub idempotency_key: Option<String>,
-}
-
-/// `shipctl shipments list`.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Only this status (assigned_to_courier, assigned_to_driver,
-    /// in_transit, delivered, failed, returned, cancelled, ...).
-    #[arg(long)]
-    pub status: Option<String>,
-    /// Only this courier company id.
-    #[arg(long)]
-    pub courier: Option<CourierId>,
-    /// Created at or after: RFC 3339 or YYYY-MM-DD (midnight UTC).
-    #[arg(long, value_parser = parse_time)]
-    pub created_after: Option<DateTime<Utc>>,
-    /// Created before: RFC 3339 or YYYY-MM-DD (midnight UTC).
-    #[arg(long, value_parser = parse_time)]
-    pub created_before: Option<DateTime<Utc>>,
-    /// Changed at or after: RFC 3339 or YYYY-MM-DD. How a webhook receiver
-    /// catches up on deliveries it missed.
-    #[arg(long, value_parser = parse_time)]
-    pub updated_after: Option<DateTime<Utc>>,
-    /// Page number, from 1.
-    #[arg(long, conflicts_with = "all", value_parser = clap::value_parser!(u32).range(1..))]
-    pub page: Option<u32>,
-    /// Shipments per page, 1 to 100 [default: 20; 100 with --all].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub page_size: Option<u32>,
-    /// Every page, streamed one shipment at a time (constant memory).
-    #[arg(long)]
-    pub all: bool,
-}
-
-/// `shipctl shipments watch`.
-#[derive(Debug, Args)]
-pub struct WatchArgs {
-    /// The shipment code, SHP-XXXX-XXXX.
-    pub code: String,
-    /// Time between two looks, e.g. 2s, 500ms, 1m.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub interval: Duration,
-}
-
-/// `shipctl shipments deliveries`.
-#[derive(Debug, Args)]
-pub struct DeliveriesArgs {
-    /// The shipment code, SHP-XXXX-XXXX.
-    pub code: String,
-    /// Page number, from 1.
-    #[arg(long, conflicts_with = "all", value_parser = clap::value_parser!(u32).range(1..))]
-    pub page: Option<u32>,
-    /// Attempts per page, 1 to 100 [default: 20; 100 with --all].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub page_size: Option<u32>,
-    /// Every page, streamed one attempt at a time (constant memory).
-    #[arg(long)]
-    pub all: bool,
-}
-
-/// `shipctl shipments import`.
-#[derive(Debug, Args)]
-#[command(after_help = IMPORT_EXIT_CODES, after_long_help = IMPORT_HELP)]
-pub struct ImportArgs {
-    /// The file: CSV with a header row (the create fields as columns), or
-    /// NDJSON (one create body per line); `-` reads stdin.
-    pub file: PathBuf,
-    /// The file's format [default: ndjson for .ndjson and .jsonl files,
-    /// else csv].
-    #[arg(long, value_enum)]
-    pub format: Option<ImportFormat>,
-    /// How many creates are in flight at once, 1 to 64.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub concurrency: u16,
-    /// Check every row and send nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Write one JSON object per input row, in input order, to this file
-    /// (`-` for stdout): {"line", "status" (created, exists or failed; valid
-    /// in a dry run), "code", "error"}.
-    #[arg(long, value_name = "FILE")]
-    pub results: Option<PathBuf>,
-}
-
-/// `shipctl shipments import --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImportFormat {
-    /// A header row naming the columns, then one shipment per row.
-    Csv,
-    /// One JSON create body per line.
-    Ndjson,
-}
-
-/// The exit codes of `shipctl shipments import` (a macro, so the long help
-/// can include them with `concat!`).
-macro_rules! import_exit_codes {
-    () => {
-        "\
-Exit codes:
-  0  success: every row was created or existed already (with --dry-run: valid)
-  1  at least one row failed (the others were still created)
-  2  usage: a wrong flag, an unreadable file, an unknown or missing column
-  3  the API key was refused: the import stopped
-  6  the service or the network is unavailable: the import stopped"
-    };
-}
-
-/// The exit codes of `shipctl shipments import`, for `-h`.
-const IMPORT_EXIT_CODES: &str = import_exit_codes!();
-
-/// The long help of `shipctl shipments import`, for `--help`.
-const IMPORT_HELP: &str = concat!(
-    "\
-CSV columns: courier_company_id (required), description, weight_kg, dimensions,
-items (labels separated by `;`), start_address, end_address, webhook_url, and
-an optional idempotency_key. An empty cell leaves the field out. An NDJSON
-line is the API's create body, with an optional \"idempotency_key\".
-
-Each row is created with its idempotency_key, or else with one derived from
-its content and line number: running the same file again (within 24 hours)
-reports the rows created before as existing instead of creating them twice,
-so an interrupted import resumes by running it again. Correct failed rows in
-place; adding or removing lines changes the keys of the lines after them.
-
-",
-    import_exit_codes!()
-);
-
 /// `shipctl couriers ...`.
 #[derive(Debug, Subcommand)]
 pub enum CouriersCommand {
@@ -467,117 +266,6 @@ pub enum KeysCommand {
         /// The key; without it, read from stdin (keeps it out of history).
         key: Option<String>,
     },
-}
-
-/// `shipctl webhooks ...`.
-#[derive(Debug, Subcommand)]
-pub enum WebhooksCommand {
-    /// Register an HTTPS address for every shipment change. The signing key
-    /// is shown once: store it at once.
-    Register {
-        /// The receiving address (HTTPS).
-        #[arg(value_parser = parse_webhook_url)]
-        url: String,
-    },
-    /// List the registered webhooks.
-    List,
-    /// Resume deliveries to a webhook.
-    Enable {
-        /// The webhook id (see `shipctl webhooks list`).
-        id: WebhookId,
-    },
-    /// Pause deliveries to a webhook.
-    Disable {
-        /// The webhook id (see `shipctl webhooks list`).
-        id: WebhookId,
-    },
-    /// Delete a webhook: deliveries stop.
-    Delete {
-        /// The webhook id (see `shipctl webhooks list`).
-        id: WebhookId,
-    },
-    /// The delivery log of a webhook, newest first.
-    Deliveries {
-        /// The webhook id (see `shipctl webhooks list`).
-        id: WebhookId,
-        /// Page number, from 1.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-        page: u32,
-    },
-    /// Send a delivery again, or every failure since a time.
-    ///
-    /// With DELIVERY_ID (an ID of `shipctl webhooks deliveries` or `shipctl
-    /// shipments deliveries`), that delivery, failed or not. With
-    /// --failed-since, every change whose delivery to the webhook failed
-    /// since then (until --failed-until, default now) and has not been
-    /// delivered since, once per change; at most 10000 a run (run it again
-    /// for the rest). Either way the receiver gets the same body and
-    /// version as the first time, signed with the webhook's current key,
-    /// even while the webhook is disabled; the new attempts appear in its
-    /// delivery log as redeliveries. Nothing is retried unless asked.
-    #[command(
-        group(ArgGroup::new("which").required(true).args(["delivery_id", "failed_since"])),
-        override_usage = "shipctl webhooks redeliver <ID> <DELIVERY_ID>\n       \
-                          shipctl webhooks redeliver <ID> --failed-since <TIME> [--failed-until <TIME>]"
-    )]
-    Redeliver {
-        /// The webhook id (see `shipctl webhooks list`).
-        id: WebhookId,
-        /// The delivery to send again.
-        delivery_id: Option<DeliveryId>,
-        /// Every failure at or after this time: RFC 3339 or YYYY-MM-DD
-        /// (midnight UTC).
-        #[arg(long, value_name = "TIME", value_parser = parse_time)]
-        failed_since: Option<DateTime<Utc>>,
-        /// ... and at or before this time [default: now].
-        // With the group, conflicting with a delivery id means needing
-        // --failed-since (clap does not check `requires` here).
-        #[arg(long, value_name = "TIME", value_parser = parse_time, conflicts_with = "delivery_id")]
-        failed_until: Option<DateTime<Utc>>,
-    },
-    /// Create or replace the key that signs deliveries to shipments' own
-    /// `webhook_url`. Shown once: store it at once.
-    RotateShipmentKey,
-    /// Print the X-Service-Signature header value for a body (offline).
-    Sign {
-        /// The signing key (whsec_...).
-        #[command(flatten)]
-        key: SigningKeyArg,
-        /// Where the body comes from.
-        #[command(flatten)]
-        body: BodyArg,
-    },
-    /// Check a delivery's signature (offline): exit 0 if valid, exit 1 with
-    /// the reason on stderr if not.
-    Verify {
-        /// The signing key (whsec_...).
-        #[command(flatten)]
-        key: SigningKeyArg,
-        /// The X-Service-Signature header value, exactly as received.
-        #[arg(long, allow_hyphen_values = true)]
-        signature: String,
-        /// Where the body comes from.
-        #[command(flatten)]
-        body: BodyArg,
-    },
-}
-
-/// The signing key of `webhooks sign` and `webhooks verify`.
-#[derive(Debug, Args)]
-pub struct SigningKeyArg {
-    /// The webhook's signing key (whsec_...), exactly as shown at
-    /// registration. Prefer the variable, which keeps it out of shell
-    /// history.
-    #[arg(long, env = "SHIPCTL_SIGNING_KEY", hide_env_values = true)]
-    pub signing_key: String,
-}
-
-/// The body of `webhooks sign` and `webhooks verify`.
-#[derive(Debug, Args)]
-pub struct BodyArg {
-    /// The raw body, byte for byte [default: read stdin].
-    #[arg(long)]
-    pub body_file: Option<PathBuf>,
 }
 
 /// `shipctl config ...`.
