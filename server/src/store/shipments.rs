@@ -11,7 +11,6 @@ use shipment_sdk::model::{
 
 use super::{Backend, Counter, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
-use crate::domain::code;
 use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
 use crate::domain::validation::NewShipment;
@@ -421,93 +420,64 @@ enum Inserted {
 /// tries again in a new transaction. A create without a key is written at
 /// the commit, with the others of its group (`batched`).
 async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Inserted, StoreError> {
-    if row.idempotency.is_none() {
-        return Ok(Inserted::AtCommit(batched::defer(tx, row)));
+    match &row.idempotency {
+        Some((key, digest)) => insert_now(tx, row, key, digest).await.map(Inserted::Now),
+        None => Ok(Inserted::AtCommit(batched::defer(tx, row))),
     }
-    insert_now(tx, row).await.map(Inserted::Now)
 }
 
-/// A create written in its turn: read the `Idempotency-Key`, write the
-/// shipment, store the answer under the key.
-async fn insert_now(tx: &mut Tx, row: &NewRow) -> Result<Created, StoreError> {
-    let NewRow {
-        merchant_id,
-        ref new,
-        ref items,
-        total_fee_minor,
-        ref idempotency,
-    } = *row;
-    let at = now();
-    if let Some((key, digest)) = idempotency {
-        let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
-                   WHERE merchant_id = $1 AND idem_key = $2";
-        let seen: Option<SeenKey> = tx
-            .query(sql)
-            .bind(merchant_id)
-            .bind(key.as_str())
-            .fetch_optional()
-            .await?;
-        match seen {
-            Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
-                return Ok(if seen.request_digest == *digest {
-                    Created::Replayed(seen.response_body)
-                } else {
-                    Created::KeyReused
-                });
-            }
-            Some(_) => {
-                let sql = "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
-                tx.query(sql)
-                    .bind(merchant_id)
-                    .bind(key.as_str())
-                    .execute()
-                    .await?;
-            }
-            None => {}
-        }
-    }
-    let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
-         description, weight_kg, dimensions, items, start_address, end_address, \
-         total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $13, $13) \
-         RETURNING *";
-    let record: ShipmentRecord = tx
+/// A create with an `Idempotency-Key`, written in its turn: read the key,
+/// write the shipment, store the answer under the key.
+async fn insert_now(
+    tx: &mut Tx,
+    row: &NewRow,
+    key: &str,
+    digest: &str,
+) -> Result<Created, StoreError> {
+    let merchant_id = row.merchant_id;
+    let new_row = batched::NewShipmentRow::new(row);
+    let at = new_row.at;
+    let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
+               WHERE merchant_id = $1 AND idem_key = $2";
+    let seen: Option<SeenKey> = tx
         .query(sql)
-        .bind(code::generate().as_str())
         .bind(merchant_id)
-        .bind(new.courier_company_id)
-        .bind(Status::AssignedToCourier.as_str())
-        .bind(new.description.as_deref())
-        .bind(new.weight_kg.map(|w| w.to_string()))
-        .bind(new.dimensions.as_deref())
-        .bind(items.as_str())
-        .bind(new.start_address.as_deref())
-        .bind(new.end_address.as_deref())
-        .bind(total_fee_minor)
-        .bind(new.webhook_url.as_deref())
-        .bind(at)
-        .fetch_one()
+        .bind(key)
+        .fetch_optional()
         .await?;
-    let shipment = record.to_model()?;
-    if let Some((key, digest)) = idempotency {
-        let body = serde_json::to_string(&shipment).expect("shipments serialize");
-        let sql = "INSERT INTO idempotency_keys \
-                   (merchant_id, idem_key, request_digest, response_body, created_at) \
-                   VALUES ($1, $2, $3, $4, $5)";
-        // A concurrent request with the same key may win the race (only
-        // possible across processes): `IdempotencyKeyTaken`, and the next
-        // attempt's read above replays its answer.
-        tx.query(sql)
-            .bind(merchant_id)
-            .bind(key.as_str())
-            .bind(digest.as_str())
-            .bind(body)
-            .bind(at)
-            .execute()
-            .await?;
+    match seen {
+        Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
+            return Ok(if seen.request_digest == digest {
+                Created::Replayed(seen.response_body)
+            } else {
+                Created::KeyReused
+            });
+        }
+        Some(_) => {
+            let sql = "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
+            tx.query(sql).bind(merchant_id).bind(key).execute().await?;
+        }
+        None => {}
     }
-    tx.count(record.counter(), 1);
-    outbox::enqueue(tx, record.id, merchant_id, &shipment);
+    let shipment = batched::insert(tx, &[&new_row])
+        .await?
+        .pop()
+        .ok_or_else(|| StoreError::Corrupt("an insert of one shipment returned none".into()))?;
+    let body = serde_json::to_string(&shipment).expect("shipments serialize");
+    let sql = "INSERT INTO idempotency_keys \
+               (merchant_id, idem_key, request_digest, response_body, created_at) \
+               VALUES ($1, $2, $3, $4, $5)";
+    // A concurrent request with the same key may win the race (only
+    // possible across processes): `IdempotencyKeyTaken`, and the next
+    // attempt's read above replays its answer.
+    tx.query(sql)
+        .bind(merchant_id)
+        .bind(key)
+        .bind(digest)
+        .bind(body)
+        .bind(at)
+        .execute()
+        .await?;
     Ok(Created::New(Box::new(shipment)))
 }
 
