@@ -77,11 +77,7 @@ fn an_unknown_unique_constraint_stays_a_database_error() {
 /// Writes every row a unique constraint guards twice, on a real database,
 /// and checks the second write's error.
 async fn each_duplicate_is_named(store: &Store) {
-    let merchant = store
-        .create_merchant("Shop", "shop@example.com", "x")
-        .await
-        .unwrap();
-    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let (merchant, courier) = shop(store).await;
     let at = now();
     let inserts = [
         "INSERT INTO merchants (name, email, password_hash, created_at) \
@@ -114,6 +110,32 @@ async fn each_duplicate_is_named(store: &Store) {
         let named = again.as_ref().is_err_and(|e| same(e, &expected));
         assert!(named, "{constraint}: {again:?}");
     }
+}
+
+/// A merchant and a courier company, for checks that need their ids.
+async fn shop(store: &Store) -> (i64, i64) {
+    let merchant = store
+        .create_merchant("Shop", "shop@example.com", "x")
+        .await
+        .unwrap();
+    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    (merchant, courier)
+}
+
+/// A shipment row written directly, bypassing the create path (no count,
+/// no outbox row); its id.
+async fn raw_shipment(
+    store: &Store,
+    (merchant, courier): (i64, i64),
+    code: &str,
+    webhook_url: Option<&str>,
+) -> i64 {
+    let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
+               total_fee_minor, webhook_url, version, created_at, updated_at) \
+               VALUES ($1, $2, $3, 'assigned_to_courier', '[]', 0, $4, 1, $5, $5) \
+               RETURNING id";
+    let q = store.query(sql).bind(code).bind(merchant).bind(courier);
+    q.bind(webhook_url).bind(now()).scalar().await.unwrap()
 }
 
 /// Runs `check` on a fresh, migrated database of each engine: SQLite in a
@@ -211,11 +233,7 @@ async fn each_engine_reports_each_unique_constraint() {
 /// finished with its last attempt logged is in the log and not claimed
 /// again.
 async fn claims_carry_what_delivery_needs(store: &Store) {
-    let merchant = store
-        .create_merchant("Shop", "shop@example.com", "x")
-        .await
-        .unwrap();
-    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let (merchant, courier) = shop(store).await;
     store
         .set_shipment_signing_key(merchant, "key-1")
         .await
@@ -224,17 +242,8 @@ async fn claims_carry_what_delivery_needs(store: &Store) {
         .create_webhook(merchant, "https://example.com/hook", "hook-key")
         .await
         .unwrap();
-    let shipment = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
-                    total_fee_minor, webhook_url, version, created_at, updated_at) \
-                    VALUES ($1, $2, $3, 'assigned_to_courier', '[]', 0, $4, 1, $5, $5) \
-                    RETURNING id";
-    let insert_shipment = async |code: &str, url: Option<&str>| -> i64 {
-        let q = store
-            .query(shipment)
-            .bind(code)
-            .bind(merchant)
-            .bind(courier);
-        q.bind(url).bind(now()).scalar().await.unwrap()
+    let insert_shipment = async |code: &str, url: Option<&str>| {
+        raw_shipment(store, (merchant, courier), code, url).await
     };
     let own = insert_shipment("SHP-0000-0001", Some("https://example.com/own")).await;
     let plain = insert_shipment("SHP-0000-0002", None).await;
@@ -340,17 +349,8 @@ async fn each_engine_claims_what_delivery_needs() {
 /// transaction that does not commit writes none.
 async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
     use shipment_sdk::model::{CourierId, MerchantId, Shipment, ShipmentCode, ShipmentId};
-    let merchant = store
-        .create_merchant("Shop", "shop@example.com", "x")
-        .await
-        .unwrap();
-    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
-    let sql = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, items, \
-               total_fee_minor, version, created_at, updated_at) \
-               VALUES ('SHP-0000-0001', $1, $2, 'assigned_to_courier', '[]', 0, 1, $3, $3) \
-               RETURNING id";
-    let q = store.query(sql).bind(merchant).bind(courier).bind(now());
-    let id: i64 = q.scalar().await.unwrap();
+    let (merchant, courier) = shop(store).await;
+    let id = raw_shipment(store, (merchant, courier), "SHP-0000-0001", None).await;
     let shipment = |version: i64| {
         let code = ShipmentCode::parse("SHP-0000-0001").unwrap();
         let mut s = Shipment::new(
@@ -399,11 +399,7 @@ async fn each_engine_writes_enqueued_rows_at_commit_in_order() {
 async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     use crate::domain::validation::NewShipment;
     use crate::store::shipments::Created;
-    let merchant = store
-        .create_merchant("Shop", "shop@example.com", "x")
-        .await
-        .unwrap();
-    let courier = store.create_courier("Swift", 1, 1, 1).await.unwrap();
+    let (merchant, courier) = shop(store).await;
     let creates = (0..150).map(|i| {
         let store = store.clone();
         let new = NewShipment {

@@ -58,6 +58,17 @@ fn assert_signed(r: &Received, key: &str) {
     );
 }
 
+/// The delivery id of everything `receiver` got, in arrival order.
+fn delivery_ids(receiver: &Receiver) -> Vec<String> {
+    let id = |r: &Received| {
+        r.headers["x-service-delivery-id"]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    receiver.received().iter().map(id).collect()
+}
+
 async fn walk_to_delivered(app: &TestApp, f: &Fixture, code: &str) {
     for (op, body) in [
         ("assign-driver", Some(json!({"driver_id": f.driver_id}))),
@@ -500,16 +511,7 @@ async fn a_row_that_outlives_its_lease_while_waiting_is_sent_once(db: Db) {
     stop.send(true).unwrap();
     running.await.unwrap();
 
-    let ids: Vec<String> = receiver
-        .received()
-        .iter()
-        .map(|r| {
-            r.headers["x-service-delivery-id"]
-                .to_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let ids = delivery_ids(&receiver);
     assert_eq!(ids.len(), 3, "sent more than once: {ids:?}");
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
     app.stop().await;
@@ -548,16 +550,7 @@ async fn a_row_still_being_delivered_is_not_taken_by_another_process(db: Db) {
     first.await.unwrap();
     second.await.unwrap();
 
-    let ids: Vec<String> = receiver
-        .received()
-        .iter()
-        .map(|r| {
-            r.headers["x-service-delivery-id"]
-                .to_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let ids = delivery_ids(&receiver);
     assert_eq!(ids.len(), 4, "a row was sent twice: {ids:?}");
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
     app.stop().await;
