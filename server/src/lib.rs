@@ -22,6 +22,7 @@ pub mod simulate;
 pub mod store;
 pub mod webhooks;
 
+pub use app::couriers::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport};
 pub use config::Config;
 

@@ -9,11 +9,10 @@
 //! any message between processes. Unknown keys are never remembered, so a
 //! new key works at once everywhere.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::memo::Memo;
 use crate::domain::keys::KeyKind;
 use crate::store::api_keys::KeyOwner;
 
@@ -21,14 +20,13 @@ use crate::store::api_keys::KeyOwner;
 /// longest a key deleted through another server process keeps working here.
 pub const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
 
-/// Keys remembered at most; beyond, expired ones are dropped, and if that
-/// is not enough, all (a flood of distinct valid keys is not a workload).
+/// Keys remembered at most (see [`Memo::new`]).
 const MAX_ENTRIES: usize = 10_000;
 
 /// See the module's documentation. Cheap to share (`Arc` it).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct KeyCache {
-    entries: Mutex<HashMap<(KeyKind, String), Remembered>>,
+    entries: Memo<(KeyKind, String), KeyOwner>,
     /// Bumped by every deletion. A lookup notes it before asking the
     /// database and remembers the answer only if no deletion happened
     /// meanwhile: otherwise a read that began before a deletion committed
@@ -36,10 +34,13 @@ pub struct KeyCache {
     generation: AtomicU64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Remembered {
-    owner: KeyOwner,
-    at: Instant,
+impl Default for KeyCache {
+    fn default() -> KeyCache {
+        KeyCache {
+            entries: Memo::new(KEY_CACHE_TTL, MAX_ENTRIES),
+            generation: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A lookup's ticket: what [`KeyCache::remember`] needs to know whether a
@@ -48,53 +49,40 @@ struct Remembered {
 pub struct Ticket(u64);
 
 impl KeyCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(KeyKind, String), Remembered>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The owner of the key with this digest if it was verified less than
     /// [`KEY_CACHE_TTL`] ago; else `Err` with the ticket to remember the
     /// database's answer with.
     pub fn get(&self, kind: KeyKind, digest: &str) -> Result<KeyOwner, Ticket> {
         let ticket = Ticket(self.generation.load(Ordering::Acquire));
-        let entries = self.lock();
-        match entries.get(&(kind, digest.to_owned())) {
-            Some(r) if r.at.elapsed() < KEY_CACHE_TTL => Ok(r.owner),
-            _ => Err(ticket),
-        }
+        self.entries.get(&(kind, digest.to_owned())).ok_or(ticket)
     }
 
     /// Remembers a key the database just confirmed, unless a key was
     /// deleted since the lookup's ticket was taken.
     pub fn remember(&self, ticket: Ticket, kind: KeyKind, digest: &str, owner: KeyOwner) {
-        let mut entries = self.lock();
-        if self.generation.load(Ordering::Acquire) != ticket.0 {
-            return;
-        }
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, r| r.at.elapsed() < KEY_CACHE_TTL);
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
-            }
-        }
-        let at = Instant::now();
-        entries.insert((kind, digest.to_owned()), Remembered { owner, at });
+        self.entries
+            .remember_if((kind, digest.to_owned()), owner, || {
+                self.generation.load(Ordering::Acquire) == ticket.0
+            });
     }
 
     /// Notes that the key was used now, so the once-a-minute `last_used_at`
     /// bookkeeping is not started again by every request that finds it here.
     pub fn touched(&self, kind: KeyKind, digest: &str, at: chrono::DateTime<chrono::Utc>) {
-        if let Some(r) = self.lock().get_mut(&(kind, digest.to_owned())) {
-            r.owner.last_used_at = Some(at);
-        }
+        self.entries.update(&(kind, digest.to_owned()), |owner| {
+            owner.last_used_at = Some(at);
+        });
     }
 
     /// Forgets the key `key_id` of `kind`: called when it is deleted, after
     /// the deletion committed.
     pub fn forget(&self, kind: KeyKind, key_id: i64) {
-        let mut entries = self.lock();
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        entries.retain(|(k, _), r| !(*k == kind && r.owner.key_id == key_id));
+        self.entries.forget_where(
+            || {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            },
+            |(k, _), owner| *k == kind && owner.key_id == key_id,
+        );
     }
 }
 
@@ -142,16 +130,5 @@ mod tests {
         cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
         std::thread::sleep(KEY_CACHE_TTL + Duration::from_millis(20));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
-    }
-
-    #[test]
-    fn the_cache_stays_bounded() {
-        let cache = KeyCache::default();
-        for i in 0..=i64::try_from(MAX_ENTRIES).unwrap() {
-            let digest = format!("d{i}");
-            let ticket = cache.get(KeyKind::Merchant, &digest).unwrap_err();
-            cache.remember(ticket, KeyKind::Merchant, &digest, owner(i));
-        }
-        assert!(cache.lock().len() <= MAX_ENTRIES);
     }
 }

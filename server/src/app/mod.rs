@@ -21,6 +21,7 @@ pub mod couriers;
 pub mod fixtures;
 pub mod key_cache;
 pub mod listen;
+pub mod memo;
 pub mod shipments;
 pub mod testing;
 pub mod webhooks;
@@ -56,6 +57,9 @@ pub struct AppState {
     /// API keys verified in the last moment (`key_cache`): an
     /// authenticated request is then one database round trip.
     pub key_cache: Arc<key_cache::KeyCache>,
+    /// The prices of a merchant's linked courier companies, as creates
+    /// found them ([`couriers::linked_pricing`]).
+    pub pricing: Arc<couriers::PricingMemo>,
 }
 
 impl AppState {
@@ -81,6 +85,7 @@ impl AppState {
             test_controls: None,
             listeners: crate::webhooks::listeners::Listeners::new(),
             key_cache: Arc::default(),
+            pricing: Arc::new(couriers::pricing_memo()),
         }
     }
 

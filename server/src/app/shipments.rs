@@ -65,9 +65,7 @@ pub async fn create_shipment(
             .into());
         }
     }
-    let pricing = state
-        .store
-        .linked_courier_pricing(merchant_id, new.courier_company_id)
+    let pricing = super::couriers::linked_pricing(state, merchant_id, new.courier_company_id)
         .await?
         .ok_or_else(|| {
             FieldError::invalid(

@@ -20,7 +20,43 @@ db_tests!(
     the_same_idempotency_key_twice_makes_one_shipment,
     an_idempotency_key_reused_with_another_body_is_409,
     a_webhook_url_is_kept_normalised,
+    a_new_link_counts_at_once_and_a_price_edited_by_hand_within_a_second,
 );
+
+/// Creates take a linked courier company's prices from memory for
+/// `PRICING_MEMORY_TTL` (the server never changes them). A link made after a
+/// refused create counts at once (refusals are not remembered), and a price
+/// edited by hand in the database reaches creates within the TTL.
+async fn a_new_link_counts_at_once_and_a_price_edited_by_hand_within_a_second(app: &TestApp) {
+    let f = app.fixture().await;
+    let later = app.store.create_courier("Later", 100, 0, 0).await.unwrap();
+    let create = || {
+        app.req(Method::POST, "/shipments", &f.key)
+            .json(&json!({"courier_company_id": later}))
+    };
+    let refused = send(create()).await;
+    assert_problem(&refused, 400, "invalid_field");
+
+    app.store.link_courier(f.merchant_id, later).await.unwrap();
+    let (status, s) = send(create()).await;
+    assert_eq!(status, StatusCode::CREATED, "{s}");
+    assert_eq!(s["total_fee"], 1.0);
+
+    let sql = "UPDATE courier_companies SET base_fee_minor = 250 WHERE id = $1";
+    match app.store.pool() {
+        shipment_server::store::Pool::Sqlite(pool) => {
+            sqlx::query(sql).bind(later).execute(pool).await.unwrap();
+        }
+        shipment_server::store::Pool::Postgres(pool) => {
+            sqlx::query(sql).bind(later).execute(pool).await.unwrap();
+        }
+    }
+    tokio::time::sleep(shipment_server::PRICING_MEMORY_TTL + std::time::Duration::from_millis(50))
+        .await;
+    let (status, s) = send(create()).await;
+    assert_eq!(status, StatusCode::CREATED, "{s}");
+    assert_eq!(s["total_fee"], 2.5);
+}
 
 /// Any URL a browser would open is accepted, and kept as normalised.
 async fn a_webhook_url_is_kept_normalised(app: &TestApp) {
