@@ -17,15 +17,15 @@
 //! group shares both. On PostgreSQL a group is one `BEGIN`/`COMMIT` and one
 //! flush of the WAL to disk for many requests.
 //!
-//! Nothing waits on purpose to gather a group: the task takes everything
-//! queued while the previous group ran (at most [`MAX_GROUP`]), so an idle
-//! server commits each write at once and a busy one in groups.
-
-use std::sync::{Arc, Mutex};
+//! Nothing waits on purpose to gather a group: the groups are batches of
+//! [`Lanes`], which take everything queued while the previous group ran (at
+//! most [`MAX_GROUP`]), so an idle server commits each write at once and a
+//! busy one in groups.
 
 use futures_util::future::BoxFuture;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
+use super::lanes::{Lanes, Serving};
 use super::{Backend, Db, Store, StoreError, Tx};
 
 /// Most writes committed together; bounds how long the first of a group
@@ -38,26 +38,18 @@ pub const MAX_GROUP: usize = 64;
 /// it lets one writer in at a time anyway.)
 pub const POSTGRES_COMMITTERS: usize = 4;
 
-/// Writes waiting for the task, at most; a request beyond that waits to
-/// queue.
-const QUEUE: usize = 1024;
-
 /// Attempts of a write that meets passing conflicts.
 pub const ATTEMPTS: usize = 8;
 
 /// One write: its input and what it does with it in a transaction.
 pub(crate) type Job<S, T> = for<'a> fn(&'a mut Tx, &'a S) -> BoxFuture<'a, Result<T, StoreError>>;
 
-/// The queue to the group-commit task; the task starts with the first write
-/// (on the runtime that makes it) and ends when the last [`Store`] clone
-/// is dropped, or with its runtime (the next write starts another).
-#[derive(Debug, Default)]
-pub(super) struct GroupCommit {
-    queue: Mutex<Option<mpsc::Sender<Box<dyn Queued>>>>,
-}
+/// The queue to the committer tasks (see [`Lanes`]), which hold the
+/// [`Db`], not the [`Store`].
+pub(super) type GroupCommit = Lanes<Box<dyn Queued>>;
 
 /// A queued write, with its input's type erased.
-trait Queued: Send {
+pub(super) trait Queued: Send {
     /// Runs the write in `tx`, keeping its result for [`Queued::answer`].
     fn run<'a>(&'a mut self, tx: &'a mut Tx) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Answers the request: the kept result once the write committed, or
@@ -104,73 +96,34 @@ impl Store {
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let mut queued: Box<dyn Queued> = Box::new(Pending {
+        let queued: Box<dyn Queued> = Box::new(Pending {
             input,
             job,
             output: None,
             reply,
         });
-        // A send fails only when the task is gone (its runtime shut down):
-        // the second try starts another.
-        for _ in 0..2 {
-            let queue = self.group.queue(&self.db);
-            match queue.send(queued).await {
-                Ok(()) => break,
-                Err(mpsc::error::SendError(back)) => {
-                    self.group.forget(&queue);
-                    queued = back;
-                }
-            }
-        }
+        let db = &self.db;
+        self.group
+            .send(queued, || Serving {
+                tasks: match db.backend() {
+                    Backend::Sqlite => 1,
+                    Backend::Postgres => POSTGRES_COMMITTERS,
+                },
+                batch: MAX_GROUP,
+                serve: {
+                    let db = db.clone();
+                    move |group| {
+                        let db = db.clone();
+                        async move { commit(&db, group).await }
+                    }
+                },
+            })
+            .await;
         answer.await.map_err(|_| {
             StoreError::Database(sqlx::Error::Protocol(
                 "the group-commit task stopped before answering".into(),
             ))
         })?
-    }
-}
-
-impl GroupCommit {
-    /// The queue to the running task, starting one if there is none.
-    fn queue(&self, db: &Db) -> mpsc::Sender<Box<dyn Queued>> {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        match &*queue {
-            Some(sender) if !sender.is_closed() => sender.clone(),
-            _ => {
-                let (sender, receiver) = mpsc::channel(QUEUE);
-                let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
-                let committers = match db.backend() {
-                    Backend::Sqlite => 1,
-                    Backend::Postgres => POSTGRES_COMMITTERS,
-                };
-                for _ in 0..committers {
-                    tokio::spawn(run(db.clone(), receiver.clone()));
-                }
-                *queue = Some(sender.clone());
-                sender
-            }
-        }
-    }
-
-    /// Forgets `dead`, whose task is gone, unless another replaced it.
-    fn forget(&self, dead: &mpsc::Sender<Box<dyn Queued>>) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        if queue.as_ref().is_some_and(|q| q.same_channel(dead)) {
-            *queue = None;
-        }
-    }
-}
-
-/// A committer task: takes what is queued, at most [`MAX_GROUP`] at a
-/// time, and commits it; the others take the next group meanwhile.
-async fn run(db: Db, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Box<dyn Queued>>>>) {
-    let mut group = Vec::with_capacity(MAX_GROUP);
-    loop {
-        let taken = queue.lock().await.recv_many(&mut group, MAX_GROUP).await;
-        if taken == 0 {
-            return;
-        }
-        commit(&db, std::mem::take(&mut group)).await;
     }
 }
 

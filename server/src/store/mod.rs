@@ -26,6 +26,7 @@ pub mod api_keys;
 pub mod auth;
 pub mod couriers;
 mod group_commit;
+mod lanes;
 pub mod listen;
 pub mod merchants;
 pub mod outbox;
@@ -158,11 +159,15 @@ impl Backend {
 /// A handle on the database; cheap to clone.
 ///
 /// Besides the pool it holds the queue of `Store::write`, where the
-/// writes of concurrent requests wait to be committed together.
+/// writes of concurrent requests wait to be committed together, and the
+/// queue of [`Store::shipment`], where reads by code wait to be read
+/// together.
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Db,
     group: Arc<group_commit::GroupCommit>,
+    /// The queue of shipment reads by code, served in batches.
+    by_code: Arc<shipments::by_code::Reads>,
 }
 
 /// The pool of one engine: every read, and writes made of one statement.
@@ -301,6 +306,7 @@ impl Store {
         Ok(Store {
             db,
             group: Arc::default(),
+            by_code: Arc::default(),
         })
     }
 

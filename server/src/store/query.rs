@@ -91,7 +91,14 @@ pub(crate) fn multi_row(
 impl Store {
     /// `sql` on the pool: each statement takes any free connection.
     pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
-        let on = match self.pool() {
+        self.db.query(sql)
+    }
+}
+
+impl super::Db {
+    /// `sql` on the pool, for the tasks that hold the [`super::Db`].
+    pub(super) fn query(&self, sql: &'static str) -> Query<'_> {
+        let on = match &self.pool {
             Pool::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
             Pool::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
         };

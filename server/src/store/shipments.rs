@@ -16,6 +16,7 @@ use crate::domain::fee::from_minor_units;
 use crate::domain::validation::NewShipment;
 
 pub(crate) mod batched;
+pub(super) mod by_code;
 mod list;
 
 /// How long an `Idempotency-Key` is remembered.
@@ -304,11 +305,6 @@ impl Store {
                 .map(|shipment| Created::New(Box::new(shipment)))
                 .ok_or_else(|| StoreError::Corrupt("a committed create left no shipment".into())),
         }
-    }
-
-    /// One shipment by code, if it exists.
-    pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
-        Ok(self.query(BY_CODE).bind(code).fetch_optional().await?)
     }
 
     /// Reads a shipment, lets `decide` change it, and writes it back with

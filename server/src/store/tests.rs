@@ -438,3 +438,38 @@ async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
 async fn each_engine_gives_concurrent_creates_their_own_shipments() {
     on_each_engine(concurrent_creates_each_get_their_own_shipment).await;
 }
+
+#[tokio::test]
+async fn each_engine_answers_concurrent_reads_by_code_each_with_its_own() {
+    on_each_engine(concurrent_reads_by_code_each_get_their_own).await;
+}
+
+/// Concurrent reads by code are served in batches (`shipments::by_code`):
+/// each gets the shipment with its own code, the same code read twice in
+/// a batch gets it twice, and an unknown code gets nothing.
+async fn concurrent_reads_by_code_each_get_their_own(store: &Store) {
+    let shop = shop(store).await;
+    let mut ids = std::collections::HashMap::new();
+    for i in 0..100 {
+        let code = format!("SHP-{i:04}-0000");
+        ids.insert(code.clone(), raw_shipment(store, shop, &code, None).await);
+    }
+    // Every code twice, and 50 codes no shipment has, in one burst.
+    let codes = (0..250).map(|i| match i {
+        0..200 => format!("SHP-{:04}-0000", i % 100),
+        _ => format!("SHP-{i:04}-9999"),
+    });
+    let reads: Vec<_> = codes
+        .map(|code| {
+            let store = store.clone();
+            tokio::spawn(async move { (store.shipment(&code).await.unwrap(), code) })
+        })
+        .collect();
+    for read in reads {
+        let (record, code) = read.await.unwrap();
+        match ids.get(&code) {
+            Some(id) => assert_eq!(record.map(|r| (r.id, r.code)), Some((*id, code))),
+            None => assert!(record.is_none(), "{code}"),
+        }
+    }
+}

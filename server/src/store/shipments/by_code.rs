@@ -1,0 +1,137 @@
+//! Shipments read by code in batches: concurrent [`Store::shipment`] calls
+//! queue to a few tasks ([`Lanes`]), and each task reads everything queued
+//! meanwhile in one `SELECT … WHERE code IN (…)`.
+//!
+//! Why: on SQLite a statement is a hand-off to the worker thread of a pooled
+//! connection and back, and under load those wake-ups (futex, scheduler)
+//! cost more than SQLite's own work; on PostgreSQL it is a round trip.
+//! A batch pays them once. BENCHMARKS.md ("Reads by code in batches") has
+//! the profile and the figures.
+//!
+//! A read still sees every write answered before it was asked: a task takes
+//! a request off the queue before it starts the statement that serves it.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use tokio::sync::oneshot;
+
+use super::ShipmentRecord;
+use crate::store::lanes::{Lanes, Serving};
+use crate::store::{Backend, Db, Store, StoreError};
+
+/// Most reads served by one statement.
+const BATCH: usize = 64;
+
+/// Tasks reading at once: on SQLite, each on a pooled connection of its
+/// own (WAL lets them read side by side); on PostgreSQL, round trips in
+/// flight at once.
+const SQLITE_TASKS: usize = 2;
+const POSTGRES_TASKS: usize = 4;
+
+/// The queue of reads by code (see the [module](self) documentation).
+pub(in crate::store) type Reads = Lanes<Read>;
+
+/// One read: the code, and where its answer goes.
+pub(in crate::store) struct Read {
+    code: String,
+    reply: oneshot::Sender<Result<Option<ShipmentRecord>, StoreError>>,
+}
+
+/// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … [`BATCH`]
+/// parameters: a batch pads its codes to the next of these sizes, so the
+/// statement caches hold seven statements, not 64.
+static BY_CODES: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
+    std::iter::successors(Some(1usize), |n| (*n < BATCH).then(|| n * 2))
+        .map(|n| {
+            let params: Vec<String> = (1..=n).map(|p| format!("${p}")).collect();
+            let sql = format!(
+                "SELECT * FROM shipments WHERE code IN ({})",
+                params.join(", ")
+            );
+            (n, sql)
+        })
+        .collect()
+});
+
+impl Store {
+    /// One shipment by code, if it exists; read together with the reads by
+    /// code of concurrent requests.
+    pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let read = Read {
+            code: code.to_owned(),
+            reply,
+        };
+        let db = &self.db;
+        self.by_code
+            .send(read, || Serving {
+                tasks: match db.backend() {
+                    Backend::Sqlite => SQLITE_TASKS,
+                    Backend::Postgres => POSTGRES_TASKS,
+                },
+                batch: BATCH,
+                serve: {
+                    let db = db.clone();
+                    move |batch| {
+                        let db = db.clone();
+                        async move { serve(&db, batch).await }
+                    }
+                },
+            })
+            .await;
+        answer.await.map_err(|_| {
+            StoreError::Database(sqlx::Error::Protocol(
+                "the task reading shipments by code stopped before answering".into(),
+            ))
+        })?
+    }
+}
+
+/// Reads `batch` in one statement and answers each read; if the statement
+/// fails, each read is tried alone, so each gets its own answer.
+async fn serve(db: &Db, batch: Vec<Read>) {
+    let mut codes: Vec<&str> = batch.iter().map(|r| r.code.as_str()).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    match read(db, &codes).await {
+        Ok(found) => {
+            for read in batch {
+                let record = found.get(read.code.as_str()).cloned();
+                let _ = read.reply.send(Ok(record));
+            }
+        }
+        Err(_) if batch.len() > 1 => {
+            for read in batch {
+                let alone = read_one(db, &read.code).await;
+                let _ = read.reply.send(alone);
+            }
+        }
+        Err(e) => {
+            if let Some(read) = batch.into_iter().next() {
+                let _ = read.reply.send(Err(e));
+            }
+        }
+    }
+}
+
+/// The shipments with these codes (at most [`BATCH`], distinct), by code.
+async fn read(db: &Db, codes: &[&str]) -> Result<HashMap<String, ShipmentRecord>, StoreError> {
+    let Some((size, sql)) = BY_CODES.iter().find(|(n, _)| *n >= codes.len()) else {
+        return Err(StoreError::Corrupt(format!(
+            "{} codes in one read; at most {BATCH}",
+            codes.len()
+        )));
+    };
+    let mut query = db.query(sql);
+    // Padded with the last code: `IN` takes a value twice as once.
+    for n in 0..*size {
+        query = query.bind(codes[n.min(codes.len() - 1)]);
+    }
+    let records: Vec<ShipmentRecord> = query.fetch_all().await?;
+    Ok(records.into_iter().map(|r| (r.code.clone(), r)).collect())
+}
+
+async fn read_one(db: &Db, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+    Ok(read(db, &[code]).await?.remove(code))
+}
