@@ -5,13 +5,14 @@
 #                                      #     postgres://postgres@127.0.0.1:5432/)
 #
 # Builds the release server, makes a fresh database with one merchant and
-# 100,000 shipments, then runs wrk against: GET one shipment by code, POST a
+# 100,000 shipments, then runs wrk against: GET one shipment by code, GET
+# shipments by code each request another (random among the 100,000), POST a
 # shipment, GET a list page of 100 (unfiltered; filtered by courier; filtered
 # by creation date), and /healthz (the ceiling: no database). The filters
 # match every shipment, so the exact total counts all 100,000.
 # Prints wrk's report for each. Settings: DURATION (default 15s),
 # CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
-# ONLY (a space-separated subset of: healthz code list courier dates post;
+# ONLY (a space-separated subset of: healthz code codes list courier dates post;
 # default all),
 # DB_CONNECTIONS (the server's --db-max-connections, 16), SERVER_BIN (a
 # server binary to measure instead of building this checkout's, for a
@@ -24,7 +25,7 @@ CONNECTIONS="${CONNECTIONS:-32}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-100000}"
 PORT="${PORT:-18080}"
-ONLY="${ONLY:-healthz code list courier dates post}"
+ONLY="${ONLY:-healthz code codes list courier dates post}"
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 if [ -n "${SERVER_BIN:-}" ]; then
@@ -99,6 +100,15 @@ wrk.headers["X-API-KEY"] = "$key"
 wrk.body = '{"courier_company_id": $courier, "weight_kg": 2.5, "items": ["book"], "start_address": "52.52,13.405", "end_address": "52.3759,4.8975"}'
 LUA
 
+# Another seeded shipment per request (codes as the seeding above made them).
+cat > "$work/codes.lua" <<LUA
+wrk.headers["X-API-KEY"] = "$key"
+request = function()
+  local i = math.random(1, $SEED)
+  return wrk.format("GET", string.format("/api/v1/shipments/SHP-B%03d-%04d", math.floor(i / 10000), i % 10000))
+end
+LUA
+
 run() {
   local which="$1" name="$2"; shift 2
   [[ " $ONLY " == *" $which "* ]] || return 0
@@ -107,6 +117,7 @@ run() {
 }
 run healthz "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
 run code "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
+run codes "GET /shipments/:code (random codes)" -s "$work/codes.lua" "$base/shipments"
 run list "GET /shipments?page_size=100" -H "X-API-KEY: $key" "$base/shipments?page_size=100"
 run courier "GET /shipments?page_size=100&courier_company_id=..." -H "X-API-KEY: $key" \
   "$base/shipments?page_size=100&courier_company_id=$courier"
