@@ -14,7 +14,8 @@
 # CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
 # ONLY (a space-separated subset of: healthz code codes list courier dates post;
 # default all),
-# DB_CONNECTIONS (the server's --db-max-connections, 16), SERVER_BIN (a
+# DB_CONNECTIONS (the server's --db-max-connections; its default, 8, when
+# unset), SERVER_BIN (a
 # server binary to measure instead of building this checkout's, for a
 # before-and-after comparison).
 set -euo pipefail
@@ -57,7 +58,7 @@ key=$(admin create-api-key --merchant-id "$merchant" | field key)
 courier=$(admin create-courier --name Swift | field courier_company_id)
 admin link-courier --merchant-id "$merchant" --courier-id "$courier" >/dev/null
 
-"$bin" serve --addr "127.0.0.1:$PORT" --db-max-connections "${DB_CONNECTIONS:-16}" &
+"$bin" serve --addr "127.0.0.1:$PORT" ${DB_CONNECTIONS:+--db-max-connections "$DB_CONNECTIONS"} &
 server_pid=$!
 base="http://127.0.0.1:$PORT/api/v1"
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
