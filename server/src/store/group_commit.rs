@@ -23,10 +23,9 @@
 //! busy one in groups.
 
 use futures_util::future::BoxFuture;
-use tokio::sync::oneshot;
 
-use super::lanes::{Lanes, Serving};
-use super::{Backend, Db, Store, StoreError, Tx};
+use super::lanes::{self, Lanes, Reply};
+use super::{Db, Store, StoreError, Tx};
 
 /// Most writes committed together; bounds how long the first of a group
 /// waits for the last.
@@ -61,7 +60,7 @@ struct Pending<S, T> {
     input: S,
     job: Job<S, T>,
     output: Option<T>,
-    reply: oneshot::Sender<Result<T, StoreError>>,
+    reply: Reply<T>,
 }
 
 impl<S: Send + Sync, T: Send> Queued for Pending<S, T> {
@@ -95,40 +94,24 @@ impl Store {
         S: Send + Sync + 'static,
         T: Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        let queued: Box<dyn Queued> = Box::new(Pending {
-            input,
-            job,
-            output: None,
-            reply,
-        });
-        let db = &self.db;
-        self.group
-            .send(queued, || Serving {
-                tasks: match db.backend() {
-                    Backend::Sqlite => 1,
-                    Backend::Postgres => POSTGRES_COMMITTERS,
-                },
-                batch: MAX_GROUP,
-                serve: {
-                    let db = db.clone();
-                    move |group| {
-                        let db = db.clone();
-                        async move { commit(&db, group).await }
-                    }
-                },
+        let queued = |reply| -> Box<dyn Queued> {
+            Box::new(Pending {
+                input,
+                job,
+                output: None,
+                reply,
             })
-            .await;
-        answer.await.map_err(|_| {
-            StoreError::Database(sqlx::Error::Protocol(
-                "the group-commit task stopped before answering".into(),
-            ))
-        })?
+        };
+        let tasks = [1, POSTGRES_COMMITTERS];
+        let serving = || lanes::on(&self.db, tasks, MAX_GROUP, commit);
+        (self.group)
+            .ask(queued, serving, "the group-commit tasks")
+            .await
     }
 }
 
 /// Commits `group` in one transaction, or else each of its writes alone.
-async fn commit(db: &Db, mut group: Vec<Box<dyn Queued>>) {
+async fn commit(db: Db, mut group: Vec<Box<dyn Queued>>) {
     if group.len() > 1 {
         let together = async {
             let mut tx = db.begin().await?;
@@ -147,7 +130,7 @@ async fn commit(db: &Db, mut group: Vec<Box<dyn Queued>>) {
         // written, and each write runs again on its own below.
     }
     for queued in group {
-        alone(db, queued).await;
+        alone(&db, queued).await;
     }
 }
 

@@ -15,7 +15,9 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Backend, Db, StoreError};
 
 /// Requests waiting for the tasks, at most; a request beyond that waits to
 /// queue.
@@ -48,7 +50,55 @@ pub(super) struct Serving<F> {
     pub serve: F,
 }
 
+/// The tasks of a store's lanes: `sqlite` or `postgres` of them, by `db`'s
+/// engine, each serving batches of at most `batch` with `serve` on its own
+/// clone of `db`.
+pub(super) fn on<T, S, Fut>(
+    db: &Db,
+    [sqlite, postgres]: [usize; 2],
+    batch: usize,
+    serve: S,
+) -> Serving<impl FnMut(Vec<T>) -> Fut + Clone + Send + 'static>
+where
+    S: Fn(Db, Vec<T>) -> Fut + Copy + Send + 'static,
+{
+    let db = db.clone();
+    Serving {
+        tasks: match db.backend() {
+            Backend::Sqlite => sqlite,
+            Backend::Postgres => postgres,
+        },
+        batch,
+        serve: move |taken| serve(db.clone(), taken),
+    }
+}
+
+/// Where a request's answer goes.
+pub(super) type Reply<R> = oneshot::Sender<Result<R, StoreError>>;
+
 impl<T: Send + 'static> Lanes<T> {
+    /// Queues the request that `make` builds around its reply channel (see
+    /// [`Lanes::send`]), and waits for its answer; `tasks` names the tasks
+    /// in the error if they stop without answering.
+    pub(super) async fn ask<R, F, Fut>(
+        &self,
+        make: impl FnOnce(Reply<R>) -> T,
+        serving: impl FnOnce() -> Serving<F>,
+        tasks: &str,
+    ) -> Result<R, StoreError>
+    where
+        F: FnMut(Vec<T>) -> Fut + Clone + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.send(make(reply), serving).await;
+        answer.await.map_err(|_| {
+            StoreError::Database(sqlx::Error::Protocol(format!(
+                "{tasks} stopped before answering"
+            )))
+        })?
+    }
+
     /// Queues `request`, starting the tasks that `serving` describes if
     /// none are running. A request that cannot be queued (its tasks' runtime
     /// shut down twice in a row) is dropped, which its waiter sees as a
@@ -135,8 +185,6 @@ async fn run<T, F, Fut>(
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use tokio::sync::oneshot;
-
     use super::*;
 
     type Request = (usize, oneshot::Sender<(usize, usize)>);
@@ -155,21 +203,31 @@ mod tests {
         }
     }
 
+    /// Sends `n` on `lanes` (one task, batches of 4) and returns the
+    /// receiver of its answer.
+    async fn ask(
+        lanes: &Lanes<Request>,
+        n: usize,
+        batches: &Arc<AtomicUsize>,
+    ) -> oneshot::Receiver<(usize, usize)> {
+        let (reply, answer) = oneshot::channel();
+        lanes
+            .send((n, reply), || Serving {
+                tasks: 1,
+                batch: 4,
+                serve: numbered(batches.clone()),
+            })
+            .await;
+        answer
+    }
+
     #[tokio::test]
     async fn every_request_gets_its_own_answer_in_batches_of_at_most_the_bound() {
-        let lanes = Arc::new(Lanes::<Request>::default());
+        let lanes = Lanes::<Request>::default();
         let batches = Arc::new(AtomicUsize::new(0));
         let mut answers = Vec::new();
         for n in 0..10 {
-            let (reply, answer) = oneshot::channel();
-            lanes
-                .send((n, reply), || Serving {
-                    tasks: 1,
-                    batch: 4,
-                    serve: numbered(batches.clone()),
-                })
-                .await;
-            answers.push(answer);
+            answers.push(ask(&lanes, n, &batches).await);
         }
         for (n, answer) in answers.into_iter().enumerate() {
             let (got, size) = answer.await.unwrap();
@@ -191,17 +249,7 @@ mod tests {
                 .enable_all()
                 .build()
                 .unwrap();
-            let got = runtime.block_on(async {
-                let (reply, answer) = oneshot::channel();
-                lanes
-                    .send((n, reply), || Serving {
-                        tasks: 1,
-                        batch: 4,
-                        serve: numbered(batches.clone()),
-                    })
-                    .await;
-                answer.await.unwrap()
-            });
+            let got = runtime.block_on(async { ask(&lanes, n, &batches).await.await.unwrap() });
             assert_eq!(got, (n, 1));
         }
     }

@@ -14,11 +14,9 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use tokio::sync::oneshot;
-
 use super::ShipmentRecord;
-use crate::store::lanes::{Lanes, Serving};
-use crate::store::{Backend, Db, Store, StoreError};
+use crate::store::lanes::{self, Lanes, Reply};
+use crate::store::{Db, Store, StoreError};
 
 /// Most reads served by one statement.
 const BATCH: usize = 64;
@@ -35,7 +33,7 @@ pub(in crate::store) type Reads = Lanes<Read>;
 /// One read: the code, and where its answer goes.
 pub(in crate::store) struct Read {
     code: String,
-    reply: oneshot::Sender<Result<Option<ShipmentRecord>, StoreError>>,
+    reply: Reply<Option<ShipmentRecord>>,
 }
 
 /// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … [`BATCH`]
@@ -58,43 +56,25 @@ impl Store {
     /// One shipment by code, if it exists; read together with the reads by
     /// code of concurrent requests.
     pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let read = Read {
+        let read = |reply| Read {
             code: code.to_owned(),
             reply,
         };
-        let db = &self.db;
-        self.by_code
-            .send(read, || Serving {
-                tasks: match db.backend() {
-                    Backend::Sqlite => SQLITE_TASKS,
-                    Backend::Postgres => POSTGRES_TASKS,
-                },
-                batch: BATCH,
-                serve: {
-                    let db = db.clone();
-                    move |batch| {
-                        let db = db.clone();
-                        async move { serve(&db, batch).await }
-                    }
-                },
-            })
-            .await;
-        answer.await.map_err(|_| {
-            StoreError::Database(sqlx::Error::Protocol(
-                "the task reading shipments by code stopped before answering".into(),
-            ))
-        })?
+        let tasks = [SQLITE_TASKS, POSTGRES_TASKS];
+        let serving = || lanes::on(&self.db, tasks, BATCH, serve);
+        (self.by_code)
+            .ask(read, serving, "the tasks reading shipments by code")
+            .await
     }
 }
 
 /// Reads `batch` in one statement and answers each read; if the statement
 /// fails, each read is tried alone, so each gets its own answer.
-async fn serve(db: &Db, batch: Vec<Read>) {
+async fn serve(db: Db, batch: Vec<Read>) {
     let mut codes: Vec<&str> = batch.iter().map(|r| r.code.as_str()).collect();
     codes.sort_unstable();
     codes.dedup();
-    match read(db, &codes).await {
+    match read(&db, &codes).await {
         Ok(found) => {
             for read in batch {
                 let record = found.get(read.code.as_str()).cloned();
@@ -103,7 +83,7 @@ async fn serve(db: &Db, batch: Vec<Read>) {
         }
         Err(_) if batch.len() > 1 => {
             for read in batch {
-                let alone = read_one(db, &read.code).await;
+                let alone = read_one(&db, &read.code).await;
                 let _ = read.reply.send(alone);
             }
         }
