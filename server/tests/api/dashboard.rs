@@ -29,15 +29,7 @@ async fn expired_tokens_are_refused(app: &TestApp) {
     let (email, password) = app.fixture_with_login().await.credentials();
     let token = app.login(&email, &password).await;
     let past = chrono::Utc::now() - chrono::Duration::minutes(1);
-    let sql = "UPDATE sessions SET expires_at = $1";
-    match app.store.pool() {
-        shipment_server::store::Pool::Sqlite(pool) => {
-            sqlx::query(sql).bind(past).execute(pool).await.unwrap();
-        }
-        shipment_server::store::Pool::Postgres(pool) => {
-            sqlx::query(sql).bind(past).execute(pool).await.unwrap();
-        }
-    }
+    crate::execute(&app.store, "UPDATE sessions SET expires_at = $1", past).await;
     let got = send(app.bearer(Method::GET, "/api-keys", &token)).await;
     let problem = assert_problem(&got, 401, "unauthenticated");
     assert!(problem["detail"].as_str().unwrap().contains("expired"));

@@ -43,14 +43,7 @@ async fn a_new_link_counts_at_once_and_a_price_edited_by_hand_within_a_second(ap
     assert_eq!(s["total_fee"], 1.0);
 
     let sql = "UPDATE courier_companies SET base_fee_minor = 250 WHERE id = $1";
-    match app.store.pool() {
-        shipment_server::store::Pool::Sqlite(pool) => {
-            sqlx::query(sql).bind(later).execute(pool).await.unwrap();
-        }
-        shipment_server::store::Pool::Postgres(pool) => {
-            sqlx::query(sql).bind(later).execute(pool).await.unwrap();
-        }
-    }
+    crate::execute(&app.store, sql, later).await;
     tokio::time::sleep(shipment_server::PRICING_MEMORY_TTL + std::time::Duration::from_millis(50))
         .await;
     let (status, s) = send(create()).await;
