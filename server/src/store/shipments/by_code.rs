@@ -5,7 +5,7 @@
 //! Why: on SQLite a statement is a hand-off to the worker thread of a pooled
 //! connection and back, and under load those wake-ups (futex, scheduler)
 //! cost more than SQLite's own work; on PostgreSQL it is a round trip.
-//! A batch pays them once. BENCHMARKS.md ("Reads by code in batches") has
+//! A batch pays them once. BENCHMARKS.md ("Reads by code in batches, prices from memory, …") has
 //! the profile and the figures.
 //!
 //! A read still sees every write answered before it was asked: a task takes
