@@ -137,7 +137,11 @@ impl Listening {
             .unwrap();
         assert!(sent.success());
         let status = self.child.wait().unwrap();
-        let rest: Vec<String> = self.stderr.try_iter().collect();
+        // Every line up to the end of the pipe: the reader thread may not
+        // have passed on the last lines yet when the exit is seen, and it
+        // ends (closing the channel) at the end of the pipe, which the
+        // exit brings.
+        let rest: Vec<String> = self.stderr.iter().collect();
         (status.code(), rest)
     }
 }
