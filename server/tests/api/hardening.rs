@@ -98,19 +98,10 @@ async fn two_servers_on_one_database_share_the_sign_in_throttle(app: &TestApp) {
     let email = app.fixture_with_login().await.email;
     // A second server process on the same database: its own pool, its own
     // memory; only the database is shared.
-    let url = app.database_url.clone();
-    let second = Application::build(&Config::local(&url))
-        .await
-        .expect("a second server starts");
-    let second_base = format!("http://{}/api/v1", second.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(second.run_until(async {
-        let _ = stopped.await;
-    }));
-    let answers = wrong_sign_ins(&[&app.base, &second_base], &spellings(&email), 40).await;
+    let second = crate::OtherProcess::start(&Config::local(&app.database_url)).await;
+    let answers = wrong_sign_ins(&[&app.base, &second.base], &spellings(&email), 40).await;
     assert_throttled(&answers);
-    let _ = stop.send(());
-    running.await.unwrap().unwrap();
+    second.stop().await;
 }
 
 async fn concurrent_wrong_confirmation_codes_each_count(app: &TestApp) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use shipment_sdk::{DashboardClient, ListenerEvent, ListenerStream};
-use shipment_server::{Application, Config};
+use shipment_server::Config;
 use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
@@ -331,12 +331,8 @@ async fn listeners_on_another_process_get_every_change() {
     let mut config = Config::local(&a.database_url);
     config.data_key.data_key = Some(data_key);
     config.webhooks.no_webhook_delivery = true;
-    let b = Application::build(&config).await.unwrap();
-    let b_base = format!("http://{}/api/v1", b.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let b = tokio::spawn(b.run_until(async {
-        let _ = stopped.await;
-    }));
+    let b = crate::OtherProcess::start(&config).await;
+    let b_base = b.base.clone();
 
     let f = a.fixture().await;
     let on_b = shipment_sdk::Client::builder()
@@ -357,7 +353,6 @@ async fn listeners_on_another_process_get_every_change() {
     }
     assert_eq!(seen, [1, 2, 3]);
     drop(stream);
-    let _ = stop.send(());
-    b.await.unwrap().unwrap();
+    b.stop().await;
     a.stop().await;
 }

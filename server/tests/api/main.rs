@@ -25,6 +25,41 @@ mod testing;
 mod testing_deliveries;
 
 use shipment_server::store::{Pool, Store};
+use shipment_server::{Application, Config};
+
+/// Another server process on a test's database, as `config` sets it up: its
+/// own pool and memory; only the database is shared.
+struct OtherProcess {
+    /// Its API root (`http://…/api/v1`).
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl OtherProcess {
+    /// Starts it.
+    async fn start(config: &Config) -> OtherProcess {
+        let app = Application::build(config)
+            .await
+            .expect("another server starts");
+        let base = format!("http://{}/api/v1", app.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        OtherProcess {
+            base,
+            stop,
+            running,
+        }
+    }
+
+    /// Shuts it down, and checks that it stopped cleanly.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.running.await.unwrap().unwrap();
+    }
+}
 
 /// Runs `sql`, with `value` as its one parameter, on the test's database,
 /// whichever engine it is: for tests that change rows by hand, as no

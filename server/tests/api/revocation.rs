@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
+use shipment_server::Config;
 use shipment_server::domain::sealed::DataKey;
-use shipment_server::{Application, Config};
 use shipment_testkit::{Db, TestApp, send};
 
 async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second(db: Db) {
@@ -17,12 +17,8 @@ async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second
     };
     let mut config = Config::local(&a.database_url);
     config.data_key.data_key = Some(data_key);
-    let b = Application::build(&config).await.unwrap();
-    let b_base = format!("http://{}/api/v1", b.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let b = tokio::spawn(b.run_until(async {
-        let _ = stopped.await;
-    }));
+    let b = crate::OtherProcess::start(&config).await;
+    let b_base = b.base.clone();
 
     let f = a.fixture_with_login().await;
     let (email, password) = f.credentials();
@@ -59,8 +55,7 @@ async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let _ = stop.send(());
-    b.await.unwrap().unwrap();
+    b.stop().await;
     a.stop().await;
 }
 
