@@ -7,12 +7,14 @@
 # Builds the release server, makes a fresh database with one merchant and
 # 100,000 shipments, then runs wrk against: GET one shipment by code, GET
 # shipments by code each request another (random among the 100,000), POST a
-# shipment, GET a list page of 100 (unfiltered; filtered by courier; filtered
-# by creation date), and /healthz (the ceiling: no database). The filters
+# shipment, GET a list page of 100 (the first page: unfiltered; filtered by
+# courier; filtered by creation date; and each request another page, random
+# among the 1,000), and /healthz (the ceiling: no database). The filters
 # match every shipment, so the exact total counts all 100,000.
 # Prints wrk's report for each. Settings: DURATION (default 15s),
 # CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
-# ONLY (a space-separated subset of: healthz code codes list courier dates post;
+# ONLY (a space-separated subset of: healthz code codes list pages courier
+# dates post;
 # default all),
 # DB_CONNECTIONS (the server's --db-max-connections; its default, 8, when
 # unset), SERVER_BIN (a
@@ -26,7 +28,7 @@ CONNECTIONS="${CONNECTIONS:-32}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-100000}"
 PORT="${PORT:-18080}"
-ONLY="${ONLY:-healthz code codes list courier dates post}"
+ONLY="${ONLY:-healthz code codes list pages courier dates post}"
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 if [ -n "${SERVER_BIN:-}" ]; then
@@ -110,6 +112,15 @@ request = function()
 end
 LUA
 
+# Another page of 100 per request: the rows a list shows are remembered by
+# version, so the first page alone would measure that memory only.
+cat > "$work/pages.lua" <<LUA
+wrk.headers["X-API-KEY"] = "$key"
+request = function()
+  return wrk.format("GET", string.format("/api/v1/shipments?page_size=100&page=%d", math.random(1, math.ceil($SEED / 100))))
+end
+LUA
+
 run() {
   local which="$1" name="$2"; shift 2
   [[ " $ONLY " == *" $which "* ]] || return 0
@@ -120,6 +131,7 @@ run healthz "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
 run code "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
 run codes "GET /shipments/:code (random codes)" -s "$work/codes.lua" "$base/shipments"
 run list "GET /shipments?page_size=100" -H "X-API-KEY: $key" "$base/shipments?page_size=100"
+run pages "GET /shipments?page_size=100&page=... (random pages)" -s "$work/pages.lua" "$base/shipments"
 run courier "GET /shipments?page_size=100&courier_company_id=..." -H "X-API-KEY: $key" \
   "$base/shipments?page_size=100&courier_company_id=$courier"
 run dates "GET /shipments?page_size=100&created_after=..." -H "X-API-KEY: $key" \

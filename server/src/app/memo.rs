@@ -42,6 +42,20 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
         }
     }
 
+    /// [`Memo::get`] for each key, under one lock.
+    pub fn get_each<'k>(&self, keys: impl IntoIterator<Item = &'k K>) -> Vec<Option<V>>
+    where
+        K: 'k,
+    {
+        let entries = self.lock();
+        keys.into_iter()
+            .map(|key| match entries.get(key) {
+                Some((value, at)) if at.elapsed() < self.ttl => Some(value.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Remembers `value` for `key` from now, if `still_valid` (asked while
     /// no other call can change the memory) says so.
     pub fn remember_if(&self, key: K, value: V, still_valid: impl FnOnce() -> bool) {
@@ -49,18 +63,33 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
         if !still_valid() {
             return;
         }
+        self.insert(&mut entries, key, value, Instant::now());
+    }
+
+    /// Inserts into `entries` (the locked map), first making room if it is
+    /// full.
+    fn insert(&self, entries: &mut HashMap<K, (V, Instant)>, key: K, value: V, at: Instant) {
         if entries.len() >= self.max_entries {
             entries.retain(|_, (_, at)| at.elapsed() < self.ttl);
             if entries.len() >= self.max_entries {
                 entries.clear();
             }
         }
-        entries.insert(key, (value, Instant::now()));
+        entries.insert(key, (value, at));
     }
 
     /// Remembers `value` for `key` from now.
     pub fn remember(&self, key: K, value: V) {
         self.remember_if(key, value, || true);
+    }
+
+    /// [`Memo::remember`] for each pair, under one lock.
+    pub fn remember_each(&self, pairs: impl IntoIterator<Item = (K, V)>) {
+        let mut entries = self.lock();
+        let at = Instant::now();
+        for (key, value) in pairs {
+            self.insert(&mut entries, key, value, at);
+        }
     }
 
     /// Changes the value remembered for `key`, if any, keeping its age.
@@ -99,6 +128,13 @@ mod tests {
         assert_eq!(memo.get(&"b"), Some(2));
         std::thread::sleep(Duration::from_millis(220));
         assert_eq!(memo.get(&"b"), None);
+    }
+
+    #[test]
+    fn many_are_taken_and_remembered_under_one_lock() {
+        let memo = Memo::new(Duration::from_secs(60), 10);
+        memo.remember_each([("a", 1), ("b", 2)]);
+        assert_eq!(memo.get_each(&["b", "c", "a"]), [Some(2), None, Some(1)]);
     }
 
     #[test]

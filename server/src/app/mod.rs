@@ -20,6 +20,7 @@ pub mod auth;
 pub mod couriers;
 pub mod fixtures;
 pub mod key_cache;
+pub mod listed;
 pub mod listen;
 pub mod memo;
 pub mod shipments;
@@ -60,6 +61,9 @@ pub struct AppState {
     /// The prices of a merchant's linked courier companies, as creates
     /// found them ([`couriers::linked_pricing`]).
     pub pricing: Arc<couriers::PricingMemo>,
+    /// Shipments as lists showed them, by id and version
+    /// ([`listed::shipments`]).
+    pub listed: Arc<listed::ListedMemo>,
 }
 
 impl AppState {
@@ -86,6 +90,7 @@ impl AppState {
             listeners: crate::webhooks::listeners::Listeners::new(),
             key_cache: Arc::default(),
             pricing: Arc::new(couriers::pricing_memo()),
+            listed: Arc::new(listed::listed_memo()),
         }
     }
 

@@ -8,6 +8,7 @@ use shipment_sdk::model::{
     ConfirmationCode, CreateShipment, DriverId, IdempotencyKey, Page, Shipment, ShipmentCode,
 };
 
+use super::listed::{self, ListedShipment};
 use super::{AppState, Error, Result};
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
@@ -105,8 +106,8 @@ pub async fn list_shipments(
     state: &AppState,
     actor: Actor,
     query: &ListQuery,
-) -> Result<Page<Shipment>> {
-    let (data, total) = state.store.list_shipments(actor, query).await?;
+) -> Result<Page<ListedShipment>> {
+    let (data, total) = listed::page(state, actor, query).await?;
     Ok(Page::new(data, query.page, query.page_size, total))
 }
 
@@ -125,7 +126,7 @@ pub async fn get_shipment(
     if record.merchant_id != merchant_id {
         return Err(Refusal::Forbidden.into());
     }
-    Ok(record.to_model()?)
+    Ok(record.into_model()?)
 }
 
 fn not_found(code: &ShipmentCode) -> Error {

@@ -11,6 +11,7 @@ use super::layout::{self, Section, Tone};
 use super::redelivery::{Back, Queued, deliveries_table};
 use super::session::Signed;
 use super::{Page, PageError, PageResult};
+use crate::app::listed::ListedShipment;
 use crate::app::shipments::{self, get_shipment};
 use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, AppState};
@@ -46,7 +47,7 @@ pub(crate) async fn list_shipments(
         Ok(q) => (q, None),
         Err(e) => (ListQuery::default(), Some(e)),
     };
-    let page: ListPage<Shipment> =
+    let page: ListPage<ListedShipment> =
         shipments::list_shipments(&state, Actor::Merchant(signed.merchant_id()), &query).await?;
     let status = query.status.as_ref();
     let body = html! {

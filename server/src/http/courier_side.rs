@@ -13,6 +13,7 @@ use super::ApiError;
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
 use super::openapi::{CodeParam, ListParams, Problems};
 use crate::app::AppState;
+use crate::app::listed::ListedShipment;
 use crate::app::{couriers, shipments};
 use crate::domain::lifecycle::Operation;
 use crate::domain::list_query::ListQuery;
@@ -53,7 +54,7 @@ async fn list_courier_shipments(
     State(state): State<AppState>,
     courier: Courier,
     RawQuery(query): RawQuery,
-) -> Result<Json<Page<Shipment>>, ApiError> {
+) -> Result<Json<Page<ListedShipment>>, ApiError> {
     let query = ListQuery::parse(query.as_deref().unwrap_or(""))?;
     let page = shipments::list_shipments(&state, Actor::Courier(courier.id), &query).await?;
     Ok(Json(page))

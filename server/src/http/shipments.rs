@@ -13,6 +13,7 @@ use super::ApiError;
 use super::extract::{ApiJson, CodePath, Merchant};
 use super::openapi::{CodeParam, IdempotentReplayed, ListParams, Problems};
 use crate::app::AppState;
+use crate::app::listed::ListedShipment;
 use crate::app::shipments::{self, CreateOutcome};
 use crate::domain::list_query::ListQuery;
 use crate::store::shipments::Actor;
@@ -102,7 +103,7 @@ async fn list_shipments(
     State(state): State<AppState>,
     merchant: Merchant,
     RawQuery(query): RawQuery,
-) -> Result<Json<Page<Shipment>>, ApiError> {
+) -> Result<Json<Page<ListedShipment>>, ApiError> {
     let query = ListQuery::parse(query.as_deref().unwrap_or(""))?;
     let page = shipments::list_shipments(&state, Actor::Merchant(merchant.id), &query).await?;
     Ok(Json(page))

@@ -88,6 +88,20 @@ pub(crate) fn multi_row(
     all
 }
 
+/// `head IN ($1, … $n)` for `n` = 1, 2, 4, … up to the first power of two
+/// at or above `most`, each with its `n`: a read of `k` values pads them to
+/// the next of these sizes (repeating one; `IN` takes a value twice as
+/// once), so the engines' statement caches hold a few statements, not one
+/// per `k`.
+pub(crate) fn padded_in(head: &str, most: usize) -> Vec<(usize, String)> {
+    std::iter::successors(Some(1usize), |n| (*n < most).then(|| n * 2))
+        .map(|n| {
+            let params: Vec<String> = (1..=n).map(|p| format!("${p}")).collect();
+            (n, format!("{head} IN ({})", params.join(", ")))
+        })
+        .collect()
+}
+
 impl Store {
     /// `sql` on the pool: each statement takes any free connection.
     pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
@@ -219,6 +233,19 @@ impl<'c> Query<'c> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn padded_in_doubles_up_to_the_most() {
+        let sql = super::padded_in("SELECT * FROM t WHERE id", 3);
+        assert_eq!(
+            sql,
+            [
+                (1, "SELECT * FROM t WHERE id IN ($1)".to_owned()),
+                (2, "SELECT * FROM t WHERE id IN ($1, $2)".to_owned()),
+                (4, "SELECT * FROM t WHERE id IN ($1, $2, $3, $4)".to_owned()),
+            ]
+        );
+    }
+
     #[test]
     fn multi_row_numbers_each_rows_parameters_on() {
         let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, 2, |p| {

@@ -19,6 +19,8 @@ pub(crate) mod batched;
 pub(super) mod by_code;
 mod list;
 
+pub use list::{PAGE_COLUMNS, PageRow, RowVersion};
+
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
 /// A shipment's confirmation code, as deliver checks it.
@@ -85,6 +87,11 @@ impl ShipmentRecord {
 
     /// The wire form.
     pub fn to_model(&self) -> Result<Shipment, StoreError> {
+        self.clone().into_model()
+    }
+
+    /// The wire form, taking the record's strings instead of copying them.
+    pub fn into_model(self) -> Result<Shipment, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {}: {what}", self.id));
         let weight_kg = self
             .weight_kg
@@ -97,6 +104,7 @@ impl ShipmentRecord {
             .map(|r| u8::try_from(r).map_err(|_| corrupt("rating")))
             .transpose()?;
         let code = ShipmentCode::parse(&self.code).map_err(|_| corrupt("code"))?;
+        let status = self.status();
         let mut s = Shipment::new(
             ShipmentId::new(self.id),
             code,
@@ -105,18 +113,18 @@ impl ShipmentRecord {
             from_minor_units(self.total_fee_minor),
             self.created_at,
         );
-        s.status = self.status();
+        s.status = status;
         s.assigned_driver_id = self.assigned_driver_id.map(DriverId::new);
-        s.description.clone_from(&self.description);
+        s.description = self.description;
         s.weight_kg = weight_kg;
-        s.dimensions.clone_from(&self.dimensions);
+        s.dimensions = self.dimensions;
         s.items = items;
-        s.start_address.clone_from(&self.start_address);
-        s.end_address.clone_from(&self.end_address);
-        s.webhook_url.clone_from(&self.webhook_url);
+        s.start_address = self.start_address;
+        s.end_address = self.end_address;
+        s.webhook_url = self.webhook_url;
         s.version = self.version;
         s.rating = rating;
-        s.failure_reason.clone_from(&self.failure_reason);
+        s.failure_reason = self.failure_reason;
         s.assigned_to_courier_at = self.assigned_to_courier_at;
         s.assigned_to_driver_at = self.assigned_to_driver_at;
         s.picked_up_at = self.picked_up_at;

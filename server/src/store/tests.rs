@@ -473,3 +473,54 @@ async fn concurrent_reads_by_code_each_get_their_own(store: &Store) {
         }
     }
 }
+
+#[tokio::test]
+async fn each_engine_reads_only_the_rows_of_a_page_not_held() {
+    on_each_engine(a_page_reads_only_the_rows_not_held).await;
+}
+
+/// A page asks its caller which rows it holds at the page's version, and
+/// reads only the others (`shipments::list`), newest first either way; a
+/// caller that answers for fewer rows holds none of the rest.
+async fn a_page_reads_only_the_rows_not_held(store: &Store) {
+    use crate::domain::list_query::ListQuery;
+    use crate::store::shipments::{Actor, PageRow, RowVersion};
+    let shop = shop(store).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(raw_shipment(store, shop, &format!("SHP-{i:04}-0000"), None).await);
+    }
+    let newest_first: Vec<i64> = ids.iter().rev().copied().collect();
+    let mut asked = Vec::new();
+    let held = |rows: &[RowVersion]| {
+        asked = rows.to_vec();
+        // Every other row, and nothing said of the last.
+        let answered = rows.len() - 1;
+        rows[..answered]
+            .iter()
+            .map(|r| (r.id % 2 == 0).then_some(r.id))
+            .collect()
+    };
+    let q = ListQuery::default();
+    let (page, total) = store
+        .list_shipments(Actor::Merchant(shop.0), &q, held)
+        .await
+        .unwrap();
+    assert_eq!(total, 0, "raw rows are not counted");
+    let versions: Vec<RowVersion> = newest_first
+        .iter()
+        .map(|&id| RowVersion { id, version: 1 })
+        .collect();
+    assert_eq!(asked, versions);
+    let last = newest_first.len() - 1;
+    for (n, (row, id)) in page.iter().zip(&newest_first).enumerate() {
+        match row {
+            PageRow::Held(held) => assert!(id % 2 == 0 && n < last && held == id, "{n}"),
+            PageRow::Read(record) => {
+                assert!(id % 2 == 1 || n == last, "{n}");
+                assert_eq!(record.id, *id);
+            }
+        }
+    }
+    assert_eq!(page.len(), newest_first.len());
+}

@@ -2,8 +2,11 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_server::Config;
 
 use shipment_testkit::{TestApp, assert_problem, db_tests, send};
+
+use crate::OtherProcess;
 
 db_tests!(
     create_answers_201_with_every_documented_field,
@@ -21,7 +24,60 @@ db_tests!(
     an_idempotency_key_reused_with_another_body_is_409,
     a_webhook_url_is_kept_normalised,
     a_new_link_counts_at_once_and_a_price_edited_by_hand_within_a_second,
+    a_list_shows_a_change_at_once_in_every_process,
 );
+
+/// Lists take the shipments they showed before from memory, by version: a
+/// change made through either of two processes on one database shows in
+/// both processes' next list, and a listed shipment is written exactly as
+/// `GET /shipments/{code}` writes it.
+async fn a_list_shows_a_change_at_once_in_every_process(app: &TestApp) {
+    let f = app.fixture().await;
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        made.push(app.create_default(&f).await);
+    }
+    let second = OtherProcess::start(&Config::local(&app.database_url)).await;
+    let second_base = second.base.clone();
+    let list = |base: &str| {
+        app.client
+            .get(format!("{base}/shipments?page_size=100"))
+            .header("X-API-KEY", &f.key)
+    };
+    for base in [&app.base, &second_base] {
+        let (status, page) = send(list(base)).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert_eq!(page["data"].as_array().unwrap().len(), 3, "{page}");
+    }
+
+    // Cancelled through the first process, then through the second.
+    for (base, shipment) in [(&app.base, &made[1]), (&second_base, &made[2])] {
+        let code = shipment["code"].as_str().unwrap();
+        let cancel = app
+            .client
+            .post(format!("{base}/shipments/{code}/cancel"))
+            .header("X-API-KEY", &f.key);
+        let (status, body) = send(cancel).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for seen_by in [&app.base, &second_base] {
+            let (_, page) = send(list(seen_by)).await;
+            let listed = page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["code"] == shipment["code"])
+                .expect("the shipment is listed");
+            assert_eq!(listed["status"], "cancelled", "seen by {seen_by}");
+            assert_eq!(listed["version"], 2, "seen by {seen_by}");
+            let (_, got) = send(app.req(Method::GET, &format!("/shipments/{code}"), &f.key)).await;
+            assert_eq!(
+                listed, &got,
+                "a list writes a shipment as a read by code does"
+            );
+        }
+    }
+    second.stop().await;
+}
 
 /// Creates take a linked courier company's prices from memory for
 /// `PRICING_MEMORY_TTL` (the server never changes them). A link made after a

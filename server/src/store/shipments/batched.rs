@@ -122,9 +122,10 @@ pub(super) async fn insert(
                 r.code
             ))
         })?;
-        let shipment = record.to_model()?;
+        let (id, merchant_id) = (record.id, record.merchant_id);
         tx.count(record.counter(), 1);
-        outbox::enqueue(tx, record.id, record.merchant_id, &shipment);
+        let shipment = record.into_model()?;
+        outbox::enqueue(tx, id, merchant_id, &shipment);
         made.push(shipment);
     }
     Ok(made)

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use super::ShipmentRecord;
 use crate::store::lanes::{self, Lanes, Reply};
-use crate::store::{Db, Store, StoreError};
+use crate::store::{Db, Store, StoreError, query};
 
 /// Most reads served by one statement.
 const BATCH: usize = 64;
@@ -37,20 +37,9 @@ pub(in crate::store) struct Read {
 }
 
 /// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … [`BATCH`]
-/// parameters: a batch pads its codes to the next of these sizes, so the
-/// statement caches hold seven statements, not 64.
-static BY_CODES: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
-    std::iter::successors(Some(1usize), |n| (*n < BATCH).then(|| n * 2))
-        .map(|n| {
-            let params: Vec<String> = (1..=n).map(|p| format!("${p}")).collect();
-            let sql = format!(
-                "SELECT * FROM shipments WHERE code IN ({})",
-                params.join(", ")
-            );
-            (n, sql)
-        })
-        .collect()
-});
+/// parameters (`query::padded_in`).
+static BY_CODES: LazyLock<Vec<(usize, String)>> =
+    LazyLock::new(|| query::padded_in("SELECT * FROM shipments WHERE code", BATCH));
 
 impl Store {
     /// One shipment by code, if it exists; read together with the reads by

@@ -1,35 +1,141 @@
 //! The shipment list: filters, the page, and its total.
 //!
-//! The one query whose SQL depends on the request (which filters are set),
-//! so it is built with [`sqlx::QueryBuilder`], which writes each parameter's
-//! placeholder as it binds it. A builder is typed by its engine, so this is
-//! also the one place the store is generic over [`sqlx::Database`], with the
-//! bounds that takes spelled out on [`page_on`].
+//! The caller says which rows of a page it already holds at the version
+//! the page has (`app::listed` remembers each version a list showed), and
+//! only the others are decoded: on SQLite the page is read as ids and
+//! versions and the rows not held are read by id; on PostgreSQL the page is
+//! read whole and only the rows not held are decoded ([`PAGE_COLUMNS`] says
+//! why the engines differ).
+//!
+//! The page is the one query whose SQL depends on the request (which
+//! filters are set), so it is built with [`sqlx::QueryBuilder`], which
+//! writes each parameter's placeholder as it binds it. A builder is typed
+//! by its engine, so this is also the one place the store is generic over
+//! [`sqlx::Database`], with the bounds that takes spelled out on
+//! [`page_on`].
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-use shipment_sdk::model::Shipment;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, QueryBuilder, Type};
 
 use super::{Actor, ShipmentRecord};
-use crate::domain::list_query::ListQuery;
-use crate::store::{Store, StoreError};
+use crate::domain::list_query::{ListQuery, MAX_PAGE_SIZE};
+use crate::store::{Store, StoreError, query};
+
+/// A row of a page: which shipment, and which version of it (a shipment's
+/// `version` goes up with every change written to its row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::FromRow)]
+pub struct RowVersion {
+    /// The shipment's id.
+    pub id: i64,
+    /// Its version when the page was read.
+    pub version: i64,
+}
+
+/// A row of a page, as [`Store::list_shipments`] gives it.
+#[derive(Debug)]
+pub enum PageRow<T> {
+    /// What the caller holds for this row at the page's version.
+    Held(T),
+    /// A row the caller does not hold, read (its version may be newer than
+    /// the page's, if it changed in between).
+    Read(Box<ShipmentRecord>),
+}
+
+/// A row of a page before the rows not held are read by id (SQLite).
+enum Paged<T> {
+    Done(PageRow<T>),
+    ById(i64),
+}
+
+/// What the page query selects, `(SQLite, PostgreSQL)`.
+///
+/// SQLite copies every column of every row it returns (an allocation each,
+/// on its worker thread), so there the page reads ids and versions, and the
+/// rows not held follow by id. PostgreSQL sends a row as one message, so
+/// there the page reads whole rows: selecting columns would make it take
+/// apart every row an `OFFSET` skips, to reach `version` past the text
+/// columns, where for `SELECT *` it passes skipped rows on untouched (9.4
+/// against 6.9 ms at offset 50,000; BENCHMARKS.md, "List rows remembered by
+/// version").
+pub const PAGE_COLUMNS: (&str, &str) = ("id, version", "*");
+
+/// `SELECT * FROM shipments WHERE id IN (…)` for 1, 2, 4, … ids up to a
+/// page (`query::padded_in`).
+static BY_IDS: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
+    let most = usize::try_from(MAX_PAGE_SIZE).expect("a page size fits in usize");
+    query::padded_in("SELECT * FROM shipments WHERE id", most)
+});
 
 impl Store {
     /// A page of the actor's shipments, newest first, and the total count.
-    pub async fn list_shipments(
+    ///
+    /// `held` gets the page's rows (id and version), in order, and gives
+    /// back what the caller already holds for each; only the others are
+    /// read and decoded.
+    pub async fn list_shipments<T>(
         &self,
         actor: Actor,
         q: &ListQuery,
-    ) -> Result<(Vec<Shipment>, u64), StoreError> {
+        held: impl FnOnce(&[RowVersion]) -> Vec<Option<T>>,
+    ) -> Result<(Vec<PageRow<T>>, u64), StoreError> {
+        let (columns_sqlite, columns_postgres) = PAGE_COLUMNS;
         let (rows, total) = match self.pool() {
-            crate::store::Pool::Sqlite(pool) => page_on(pool, actor, q).await?,
-            crate::store::Pool::Postgres(pool) => page_on(pool, actor, q).await?,
+            crate::store::Pool::Sqlite(pool) => {
+                page_on(pool, actor, q, columns_sqlite, held).await?
+            }
+            crate::store::Pool::Postgres(pool) => {
+                page_on(pool, actor, q, columns_postgres, held).await?
+            }
         };
-        let data = rows
+        let ids: Vec<i64> = rows
             .iter()
-            .map(ShipmentRecord::to_model)
+            .filter_map(|row| match row {
+                Paged::ById(id) => Some(*id),
+                Paged::Done(_) => None,
+            })
+            .collect();
+        let mut read: HashMap<i64, ShipmentRecord> = self
+            .shipments_by_id(&ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
+        let rows = rows
+            .into_iter()
+            .map(|row| match row {
+                Paged::Done(row) => Ok(row),
+                Paged::ById(id) => read
+                    .remove(&id)
+                    .map(|r| PageRow::Read(Box::new(r)))
+                    .ok_or_else(|| {
+                        StoreError::Corrupt(format!("shipment {id} is on a page but has no row"))
+                    }),
+            })
             .collect::<Result<_, _>>()?;
-        Ok((data, u64::try_from(total).unwrap_or(0)))
+        Ok((rows, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// The shipments with these ids (at most a page's worth, distinct), in
+    /// no particular order; an id no shipment has is left out.
+    async fn shipments_by_id(&self, ids: &[i64]) -> Result<Vec<ShipmentRecord>, StoreError> {
+        let Some(&last) = ids.last() else {
+            return Ok(Vec::new());
+        };
+        let Some((size, sql)) = BY_IDS.iter().find(|(n, _)| *n >= ids.len()) else {
+            return Err(StoreError::Corrupt(format!(
+                "{} ids in one read; at most {MAX_PAGE_SIZE}",
+                ids.len()
+            )));
+        };
+        let mut q = self.query(sql);
+        // Padded with the last id: `IN` takes a value twice as once.
+        for n in 0..*size {
+            q = q.bind(ids.get(n).copied().unwrap_or(last));
+        }
+        Ok(q.fetch_all().await?)
     }
 }
 
@@ -40,12 +146,16 @@ fn counted(q: &ListQuery) -> bool {
     q.created_after.is_none() && q.created_before.is_none() && q.updated_after.is_none()
 }
 
-/// The page and the total on one engine's pool.
-async fn page_on<DB>(
+/// The page, selecting `columns` ([`PAGE_COLUMNS`]), and the total on one
+/// engine's pool; rows that `held` does not hold are decoded if read whole,
+/// or else left to be read by id.
+async fn page_on<DB, T>(
     pool: &Pool<DB>,
     actor: Actor,
     q: &ListQuery,
-) -> sqlx::Result<(Vec<ShipmentRecord>, i64)>
+    columns: &str,
+    held: impl FnOnce(&[RowVersion]) -> Vec<Option<T>>,
+) -> sqlx::Result<(Vec<Paged<T>>, i64)>
 where
     DB: Database,
     DB::Arguments: IntoArguments<DB>,
@@ -53,6 +163,7 @@ where
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> String: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    RowVersion: for<'r> FromRow<'r, DB::Row>,
     ShipmentRecord: for<'r> FromRow<'r, DB::Row>,
     (i64,): for<'r> FromRow<'r, DB::Row>,
 {
@@ -67,15 +178,35 @@ where
         push_filter(&mut count, actor, q);
         count
     };
-    let mut page = QueryBuilder::new("SELECT * FROM shipments");
+    let mut page = QueryBuilder::new(format!("SELECT {columns} FROM shipments"));
     push_filter(&mut page, actor, q);
     page.push(" ORDER BY created_at DESC, id DESC LIMIT ")
         .push_bind(i64::from(q.page_size))
         .push(" OFFSET ")
         .push_bind(q.offset());
     let total = count.build_query_scalar().fetch_one(pool).await?;
-    let rows = page.build_query_as().fetch_all(pool).await?;
-    Ok((rows, total))
+    let rows = page.build().fetch_all(pool).await?;
+    let versions = rows
+        .iter()
+        .map(RowVersion::from_row)
+        .collect::<sqlx::Result<Vec<_>>>()?;
+    let whole = columns == "*";
+    let mut held = held(&versions);
+    held.resize_with(versions.len(), || None);
+    let page = held
+        .into_iter()
+        .zip(versions.iter().zip(&rows))
+        .map(|(held, (version, row))| {
+            Ok(match held {
+                Some(held) => Paged::Done(PageRow::Held(held)),
+                None if whole => {
+                    Paged::Done(PageRow::Read(Box::new(ShipmentRecord::from_row(row)?)))
+                }
+                None => Paged::ById(version.id),
+            })
+        })
+        .collect::<sqlx::Result<_>>()?;
+    Ok((page, total))
 }
 
 /// The merchant or courier company whose shipments these are.
