@@ -218,6 +218,12 @@ pub struct Tx {
     /// Creates of this transaction, written when it commits, all in one
     /// statement (before the outbox rows, which they add to).
     shipments: Vec<shipments::batched::Deferred>,
+    /// Delivery attempts logged in this transaction, written when it
+    /// commits, all in one statement.
+    logged: Vec<outbox::Logged>,
+    /// Outbox rows finished in this transaction, marked done when it
+    /// commits, all in one statement.
+    finished: Vec<outbox::Finished>,
 }
 
 enum TxConn {
@@ -387,6 +393,8 @@ impl Db {
             counts: BTreeMap::new(),
             outbox: Vec::new(),
             shipments: Vec::new(),
+            logged: Vec::new(),
+            finished: Vec::new(),
         })
     }
 }
@@ -522,6 +530,14 @@ impl Tx {
         let enqueued = std::mem::take(&mut self.outbox);
         if !enqueued.is_empty() {
             outbox::write_enqueued(&mut self, enqueued).await?;
+        }
+        let logged = std::mem::take(&mut self.logged);
+        if !logged.is_empty() {
+            outbox::write_logged(&mut self, logged).await?;
+        }
+        let finished = std::mem::take(&mut self.finished);
+        if !finished.is_empty() {
+            outbox::write_finished(&mut self, finished).await?;
         }
         for (counter, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {

@@ -12,8 +12,10 @@ use chrono::{DateTime, Duration, Utc};
 use super::{Backend, Store, StoreError, Tx, now};
 
 mod enqueued;
+mod finished;
 
 pub(crate) use enqueued::{Enqueued, enqueue, write_enqueued};
+pub(crate) use finished::{Finished, write_finished, write_logged};
 
 /// A claimed change, with what its delivery needs.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -415,7 +417,7 @@ impl Store {
         worker: &str,
         last: Option<(&Target, &Attempt)>,
     ) -> Result<(), StoreError> {
-        let finished = Finished {
+        let finished = Finish {
             id: row.id,
             worker: worker.to_owned(),
             last: last.map(|(target, attempt)| Logged::new(row, target, attempt)),
@@ -497,8 +499,10 @@ async fn renew(tx: &mut Tx, r: &Renewal) -> Result<bool, StoreError> {
     Ok(q.bind(r.worker.as_str()).execute().await? == 1)
 }
 
-/// One attempt for the delivery log.
-struct Logged {
+/// One attempt for the delivery log, written when its transaction commits
+/// (`finished::write_logged`).
+#[derive(Debug, Clone)]
+pub(crate) struct Logged {
     outbox_id: i64,
     webhook_id: Option<i64>,
     merchant_id: i64,
@@ -507,6 +511,8 @@ struct Logged {
     version: i64,
     redelivery_of: Option<i64>,
     attempt: Attempt,
+    /// When it was logged: the attempt had ended.
+    at: DateTime<Utc>,
 }
 
 impl Logged {
@@ -520,48 +526,34 @@ impl Logged {
             version: row.version,
             redelivery_of: row.redelivery_of,
             attempt: attempt.clone(),
+            at: now(),
         }
     }
 }
 
 /// A finished row, as the group commit runs it.
-struct Finished {
+struct Finish {
     id: i64,
     worker: String,
     last: Option<Logged>,
 }
 
-/// See [`Store::finish_outbox`].
-async fn finish(tx: &mut Tx, f: &Finished) -> Result<(), StoreError> {
+/// See [`Store::finish_outbox`]: written at commit, with the group's other
+/// finished rows.
+async fn finish(tx: &mut Tx, f: &Finish) -> Result<(), StoreError> {
     if let Some(last) = &f.last {
-        log_attempt(tx, last).await?;
+        tx.logged.push(last.clone());
     }
-    let sql = "UPDATE outbox SET done_at = $1 WHERE id = $2 AND claimed_by = $3";
-    let q = tx.query(sql).bind(now()).bind(f.id).bind(f.worker.as_str());
-    q.execute().await?;
+    tx.finished.push(Finished {
+        id: f.id,
+        worker: f.worker.clone(),
+    });
     Ok(())
 }
 
-/// See [`Store::record_delivery`].
+/// See [`Store::record_delivery`]: written at commit, with the group's
+/// other log rows.
 async fn log_attempt(tx: &mut Tx, l: &Logged) -> Result<(), StoreError> {
-    let sql = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
-               shipment_code, version, status_code, error, duration_ms, delivered_at, \
-               redelivery_of) \
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-               ON CONFLICT (outbox_id, url) DO NOTHING";
-    tx.query(sql)
-        .bind(l.outbox_id)
-        .bind(l.webhook_id)
-        .bind(l.merchant_id)
-        .bind(l.url.as_str())
-        .bind(l.shipment_code.as_str())
-        .bind(l.version)
-        .bind(l.attempt.status_code.map(i64::from))
-        .bind(l.attempt.error.as_deref())
-        .bind(l.attempt.duration_ms)
-        .bind(now())
-        .bind(l.redelivery_of)
-        .execute()
-        .await?;
+    tx.logged.push(l.clone());
     Ok(())
 }

@@ -88,15 +88,15 @@ pub(crate) fn multi_row(
     all
 }
 
-/// `head IN ($1, … $n)` for `n` = 1, 2, 4, … up to the first power of two
-/// at or above `most`, each with its `n`: a read of `k` values pads them to
-/// the next of these sizes (repeating one; `IN` takes a value twice as
-/// once), so the engines' statement caches hold a few statements, not one
-/// per `k`.
-pub(crate) fn padded_in(head: &str, most: usize) -> Vec<(usize, String)> {
+/// `head IN ($first, … $(first + n - 1))` for `n` = 1, 2, 4, … up to the
+/// first power of two at or above `most`, each with its `n`: a statement
+/// for `k` values pads them to the next of these sizes (repeating one; `IN`
+/// takes a value twice as once), so the engines' statement caches hold a
+/// few statements, not one per `k`.
+pub(crate) fn padded_in(head: &str, first: usize, most: usize) -> Vec<(usize, String)> {
     std::iter::successors(Some(1usize), |n| (*n < most).then(|| n * 2))
         .map(|n| {
-            let params: Vec<String> = (1..=n).map(|p| format!("${p}")).collect();
+            let params: Vec<String> = (first..first + n).map(|p| format!("${p}")).collect();
             (n, format!("{head} IN ({})", params.join(", ")))
         })
         .collect()
@@ -235,7 +235,7 @@ impl<'c> Query<'c> {
 mod tests {
     #[test]
     fn padded_in_doubles_up_to_the_most() {
-        let sql = super::padded_in("SELECT * FROM t WHERE id", 3);
+        let sql = super::padded_in("SELECT * FROM t WHERE id", 1, 3);
         assert_eq!(
             sql,
             [
@@ -244,6 +244,8 @@ mod tests {
                 (4, "SELECT * FROM t WHERE id IN ($1, $2, $3, $4)".to_owned()),
             ]
         );
+        let sql = super::padded_in("UPDATE t SET a = $1 WHERE id", 2, 2);
+        assert_eq!(sql[1].1, "UPDATE t SET a = $1 WHERE id IN ($2, $3)");
     }
 
     #[test]

@@ -524,3 +524,77 @@ async fn a_page_reads_only_the_rows_not_held(store: &Store) {
     }
     assert_eq!(page.len(), newest_first.len());
 }
+
+#[tokio::test]
+async fn each_engine_writes_concurrent_finishes_and_their_log_rows_at_commit() {
+    on_each_engine(concurrent_finishes_and_log_rows_are_all_written).await;
+}
+
+/// The dispatcher's finished rows and delivery log rows wait in their
+/// transaction and are written at its commit, one statement of each kind
+/// for a group (`outbox::finished`): under concurrency every finished row
+/// is done and every attempt logged once, a row logged twice to one URL
+/// keeps one record, and a worker that no longer holds a row cannot
+/// finish it.
+async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
+    use super::outbox::{Attempt, Target};
+    let shop = shop(store).await;
+    let outbox = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
+                  payload, webhook_url, signing_key_merchant_id, created_at) \
+                  VALUES ($1, $2, 'SHP', 1, '{}', NULL, NULL, $3)";
+    for i in 0..100 {
+        let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0000"), None).await;
+        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        q.execute().await.unwrap();
+    }
+    let rows = store
+        .claim_outbox("w1", Duration::minutes(5), 100)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 100);
+    let target = Target {
+        webhook_id: None,
+        url: "https://example.com/own".into(),
+        signing_key_sealed: None,
+    };
+    let attempt = Attempt {
+        status_code: Some(200),
+        error: None,
+        duration_ms: 3,
+    };
+    store
+        .finish_outbox(&rows[0], "another-worker", None)
+        .await
+        .unwrap();
+    let done = "SELECT COUNT(*) FROM outbox WHERE done_at IS NOT NULL";
+    assert_eq!(store.query(done).scalar::<i64>().await.unwrap(), 0);
+
+    let finishes: Vec<_> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let (store, target, attempt) = (store.clone(), target.clone(), attempt.clone());
+            tokio::spawn(async move {
+                if i % 2 == 0 {
+                    let last = Some((&target, &attempt));
+                    store.finish_outbox(&row, "w1", last).await
+                } else {
+                    // Logged alone, twice (a repeat is ignored), then
+                    // finished with nothing more to log.
+                    for _ in 0..2 {
+                        store.record_delivery(&row, &target, &attempt).await?;
+                    }
+                    store.finish_outbox(&row, "w1", None).await
+                }
+            })
+        })
+        .collect();
+    for finish in finishes {
+        finish.await.unwrap().unwrap();
+    }
+    assert_eq!(store.query(done).scalar::<i64>().await.unwrap(), 100);
+    let logged = "SELECT COUNT(*), COUNT(DISTINCT outbox_id) FROM webhook_deliveries \
+                  WHERE status_code = 200 AND url = 'https://example.com/own'";
+    let counts: (i64, i64) = store.query(logged).fetch_one().await.unwrap();
+    assert_eq!(counts, (100, 100));
+}

@@ -39,7 +39,7 @@ pub(in crate::store) struct Read {
 /// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … [`BATCH`]
 /// parameters (`query::padded_in`).
 static BY_CODES: LazyLock<Vec<(usize, String)>> =
-    LazyLock::new(|| query::padded_in("SELECT * FROM shipments WHERE code", BATCH));
+    LazyLock::new(|| query::padded_in("SELECT * FROM shipments WHERE code", 1, BATCH));
 
 impl Store {
     /// One shipment by code, if it exists; read together with the reads by

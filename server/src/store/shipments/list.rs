@@ -66,7 +66,7 @@ pub const PAGE_COLUMNS: (&str, &str) = ("id, version", "*");
 /// page (`query::padded_in`).
 static BY_IDS: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
     let most = usize::try_from(MAX_PAGE_SIZE).expect("a page size fits in usize");
-    query::padded_in("SELECT * FROM shipments WHERE id", most)
+    query::padded_in("SELECT * FROM shipments WHERE id", 1, most)
 });
 
 impl Store {
