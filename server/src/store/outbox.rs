@@ -464,13 +464,16 @@ struct Claim {
 
 /// See [`Store::claim_outbox`].
 async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
-    let sql = match tx.backend() {
-        Backend::Sqlite => CLAIM_SQLITE,
-        Backend::Postgres => CLAIM_POSTGRES,
-    };
+    let backend = tx.backend();
     let at = now();
-    let rows: Vec<OutboxRow> = tx
-        .query(sql)
+    let query = match backend {
+        Backend::Sqlite => tx.query(CLAIM_SQLITE),
+        // Planned each time: a generic plan cached while the outbox was
+        // nearly empty scanned it whole for every candidate row once a
+        // burst had filled it (a claim ran for minutes).
+        Backend::Postgres => tx.query(CLAIM_POSTGRES).planned_each_time(),
+    };
+    let rows: Vec<OutboxRow> = query
         .bind(c.worker.as_str())
         .bind(at + c.lease)
         .bind(at)

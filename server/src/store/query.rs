@@ -63,6 +63,9 @@ pub(crate) struct Query<'c> {
     /// The first argument that failed to encode, reported when the query
     /// runs (as sqlx's own `bind` does).
     unbound: Option<BoxDynError>,
+    /// Prepared once per connection and kept (sqlx's statement cache), or
+    /// prepared and planned each time it runs.
+    persistent: bool,
 }
 
 /// `head` followed by `VALUES` lists of 1, 2, … `rows` rows: statement `n -
@@ -137,7 +140,22 @@ impl<'c> Query<'c> {
             sql,
             on,
             unbound: None,
+            persistent: true,
         }
+    }
+
+    /// Prepares and plans the statement each time it runs, instead of
+    /// keeping it prepared on the connection.
+    ///
+    /// Why: PostgreSQL switches a kept statement to a generic plan after
+    /// five runs, and keeps that plan until the table's statistics change.
+    /// A plan made while a table was nearly empty can be a sequential scan
+    /// that turns quadratic once a burst has filled the table (the
+    /// dispatcher's claim, BENCHMARKS.md, "Finished rows written at
+    /// commit"). Planned each time, it sees the table's current size.
+    pub(crate) fn planned_each_time(mut self) -> Self {
+        self.persistent = false;
+        self
     }
 
     /// Binds the next parameter (`$1`, then `$2`, …).
@@ -152,55 +170,131 @@ impl<'c> Query<'c> {
         self
     }
 
-    fn ready(self) -> sqlx::Result<(&'static str, On<'c>)> {
+    fn ready(self) -> sqlx::Result<(&'static str, On<'c>, bool)> {
         match self.unbound {
             Some(e) => Err(sqlx::Error::Encode(e)),
-            None => Ok((self.sql, self.on)),
+            None => Ok((self.sql, self.on, self.persistent)),
         }
     }
 
     /// Runs a statement that returns no rows; how many rows it touched.
     pub(crate) async fn execute(self) -> sqlx::Result<u64> {
-        let (sql, on) = self.ready()?;
+        let (sql, on, kept) = self.ready()?;
         let done = match on {
-            On::SqlitePool(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
-            On::SqliteTx(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
-            On::PgPool(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
-            On::PgTx(ex, a) => sqlx::query_with(sql, a).execute(ex).await?.rows_affected(),
+            On::SqlitePool(ex, a) => sqlx::query_with(sql, a)
+                .persistent(kept)
+                .execute(ex)
+                .await?
+                .rows_affected(),
+            On::SqliteTx(ex, a) => sqlx::query_with(sql, a)
+                .persistent(kept)
+                .execute(ex)
+                .await?
+                .rows_affected(),
+            On::PgPool(ex, a) => sqlx::query_with(sql, a)
+                .persistent(kept)
+                .execute(ex)
+                .await?
+                .rows_affected(),
+            On::PgTx(ex, a) => sqlx::query_with(sql, a)
+                .persistent(kept)
+                .execute(ex)
+                .await?
+                .rows_affected(),
         };
         Ok(done)
     }
 
     /// The one row; [`sqlx::Error::RowNotFound`] if there is none.
     pub(crate) async fn fetch_one<R: Record>(self) -> sqlx::Result<R> {
-        let (sql, on) = self.ready()?;
+        let (sql, on, kept) = self.ready()?;
         match on {
-            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
-            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
-            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
-            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_one(ex).await,
+            On::SqlitePool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_one(ex)
+                    .await
+            }
+            On::SqliteTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_one(ex)
+                    .await
+            }
+            On::PgPool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_one(ex)
+                    .await
+            }
+            On::PgTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_one(ex)
+                    .await
+            }
         }
     }
 
     /// The first row, if any.
     pub(crate) async fn fetch_optional<R: Record>(self) -> sqlx::Result<Option<R>> {
-        let (sql, on) = self.ready()?;
+        let (sql, on, kept) = self.ready()?;
         match on {
-            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
-            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
-            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
-            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_optional(ex).await,
+            On::SqlitePool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_optional(ex)
+                    .await
+            }
+            On::SqliteTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_optional(ex)
+                    .await
+            }
+            On::PgPool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_optional(ex)
+                    .await
+            }
+            On::PgTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_optional(ex)
+                    .await
+            }
         }
     }
 
     /// Every row.
     pub(crate) async fn fetch_all<R: Record>(self) -> sqlx::Result<Vec<R>> {
-        let (sql, on) = self.ready()?;
+        let (sql, on, kept) = self.ready()?;
         match on {
-            On::SqlitePool(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
-            On::SqliteTx(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
-            On::PgPool(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
-            On::PgTx(ex, a) => sqlx::query_as_with(sql, a).fetch_all(ex).await,
+            On::SqlitePool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_all(ex)
+                    .await
+            }
+            On::SqliteTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_all(ex)
+                    .await
+            }
+            On::PgPool(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_all(ex)
+                    .await
+            }
+            On::PgTx(ex, a) => {
+                sqlx::query_as_with(sql, a)
+                    .persistent(kept)
+                    .fetch_all(ex)
+                    .await
+            }
         }
     }
 

@@ -148,7 +148,13 @@ async fn on_each_engine(check: impl AsyncFn(&Store)) {
     store.migrate().await.unwrap();
     check(&store).await;
     store.close().await;
+    on_postgres(PoolSettings::default(), check).await;
+}
 
+/// Runs `check` on a fresh, migrated PostgreSQL database next to
+/// `TEST_DATABASE_URL`'s, with a pool of `settings`; nothing when the
+/// variable is not set.
+async fn on_postgres(settings: PoolSettings, check: impl AsyncFn(&Store)) {
     let Ok(admin_url) = std::env::var("TEST_DATABASE_URL") else {
         return;
     };
@@ -161,9 +167,7 @@ async fn on_each_engine(check: impl AsyncFn(&Store)) {
     admin_sql(format!("CREATE DATABASE {name}")).await;
     let mut url = url::Url::parse(&admin_url).unwrap();
     url.set_path(&name);
-    let store = Store::connect(url.as_str(), PoolSettings::default())
-        .await
-        .unwrap();
+    let store = Store::connect(url.as_str(), settings).await.unwrap();
     store.migrate().await.unwrap();
     check(&store).await;
     store.close().await;
@@ -597,4 +601,38 @@ async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
                   WHERE status_code = 200 AND url = 'https://example.com/own'";
     let counts: (i64, i64) = store.query(logged).fetch_one().await.unwrap();
     assert_eq!(counts, (100, 100));
+}
+
+#[tokio::test]
+async fn postgres_plans_each_claim_afresh() {
+    let one = PoolSettings {
+        max_connections: 1,
+        ..PoolSettings::default()
+    };
+    on_postgres(one, each_claim_is_planned_afresh).await;
+}
+
+/// The dispatcher's claim is not kept prepared on PostgreSQL (so it never
+/// runs on a generic plan made while the outbox was nearly empty), while
+/// other statements are: on a pool of one connection, after more claims
+/// than PostgreSQL takes to switch a kept statement to a generic plan, the
+/// session holds no prepared claim.
+async fn each_claim_is_planned_afresh(store: &Store) {
+    let shop = shop(store).await;
+    let outbox = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
+                  payload, created_at) VALUES ($1, $2, 'SHP', 1, '{}', $3)";
+    for i in 0..8 {
+        let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0000"), None).await;
+        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        q.execute().await.unwrap();
+        let claimed = store.claim_outbox("w1", Duration::minutes(5), 1).await;
+        assert_eq!(claimed.unwrap().len(), 1);
+    }
+    let prepared = "SELECT COUNT(*) FROM pg_prepared_statements WHERE statement LIKE $1";
+    let count = async |like: &str| -> i64 {
+        let q = store.query(prepared).bind(like.to_owned());
+        q.scalar().await.unwrap()
+    };
+    assert_eq!(count("UPDATE outbox SET claimed_by%").await, 0);
+    assert_eq!(count("INSERT INTO outbox%").await, 1, "others are kept");
 }
