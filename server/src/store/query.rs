@@ -91,18 +91,51 @@ pub(crate) fn multi_row(
     all
 }
 
-/// `head IN ($first, … $(first + n - 1))` for `n` = 1, 2, 4, … up to the
-/// first power of two at or above `most`, each with its `n`: a statement
-/// for `k` values pads them to the next of these sizes (repeating one; `IN`
-/// takes a value twice as once), so the engines' statement caches hold a
-/// few statements, not one per `k`.
-pub(crate) fn padded_in(head: &str, first: usize, most: usize) -> Vec<(usize, String)> {
-    std::iter::successors(Some(1usize), |n| (*n < most).then(|| n * 2))
-        .map(|n| {
-            let params: Vec<String> = (first..first + n).map(|p| format!("${p}")).collect();
-            (n, format!("{head} IN ({})", params.join(", ")))
-        })
-        .collect()
+/// A statement ending `head IN ($first, … $(first + n - 1))` for `n` = 1, 2,
+/// 4, … up to the first power of two at or above `most`: a statement for
+/// `k` values takes the next of these sizes, padded by repeating the last
+/// value (`IN` takes a value twice as once), so the engines' statement
+/// caches hold a few statements, not one per `k`. Made once into a
+/// `static`.
+pub(crate) struct PaddedIn(Vec<(usize, String)>);
+
+impl PaddedIn {
+    /// The statements for `head`, its `IN` list's parameters numbered from
+    /// `first`, for up to `most` values.
+    pub(crate) fn new(head: &str, first: usize, most: usize) -> PaddedIn {
+        let sizes = std::iter::successors(Some(1usize), |n| (*n < most).then(|| n * 2));
+        PaddedIn(
+            sizes
+                .map(|n| {
+                    let params: Vec<String> = (first..first + n).map(|p| format!("${p}")).collect();
+                    (n, format!("{head} IN ({})", params.join(", ")))
+                })
+                .collect(),
+        )
+    }
+
+    /// The statement for `values` (1 to `most` of them), begun by `start`
+    /// (which binds the parameters before the `IN` list), with `values`
+    /// bound, padded.
+    pub(crate) fn query<'c, 'v, V: Value<'v> + Copy>(
+        &'static self,
+        start: impl FnOnce(&'static str) -> Query<'c>,
+        values: &[V],
+    ) -> Result<Query<'c>, super::StoreError> {
+        let fits = self.0.iter().find(|(n, _)| *n >= values.len());
+        let (Some((size, sql)), Some(&last)) = (fits, values.last()) else {
+            let most = self.0.last().map_or(0, |(n, _)| *n);
+            return Err(super::StoreError::Corrupt(format!(
+                "{} values for one IN list; 1 to {most}",
+                values.len()
+            )));
+        };
+        let mut query = start(sql);
+        for n in 0..*size {
+            query = query.bind(values.get(n).copied().unwrap_or(last));
+        }
+        Ok(query)
+    }
 }
 
 impl Store {
@@ -329,17 +362,17 @@ impl<'c> Query<'c> {
 mod tests {
     #[test]
     fn padded_in_doubles_up_to_the_most() {
-        let sql = super::padded_in("SELECT * FROM t WHERE id", 1, 3);
+        let sql = super::PaddedIn::new("SELECT * FROM t WHERE id", 1, 3);
         assert_eq!(
-            sql,
+            sql.0,
             [
                 (1, "SELECT * FROM t WHERE id IN ($1)".to_owned()),
                 (2, "SELECT * FROM t WHERE id IN ($1, $2)".to_owned()),
                 (4, "SELECT * FROM t WHERE id IN ($1, $2, $3, $4)".to_owned()),
             ]
         );
-        let sql = super::padded_in("UPDATE t SET a = $1 WHERE id", 2, 2);
-        assert_eq!(sql[1].1, "UPDATE t SET a = $1 WHERE id IN ($2, $3)");
+        let sql = super::PaddedIn::new("UPDATE t SET a = $1 WHERE id", 2, 2);
+        assert_eq!(sql.0[1].1, "UPDATE t SET a = $1 WHERE id IN ($2, $3)");
     }
 
     #[test]

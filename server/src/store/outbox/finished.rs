@@ -12,7 +12,8 @@
 use std::sync::LazyLock;
 
 use super::Logged;
-use crate::store::{StoreError, Tx, group_commit, now, query};
+use crate::store::query::{self, PaddedIn};
+use crate::store::{StoreError, Tx, group_commit, now};
 
 /// A row marked delivered at commit, if its worker still holds it.
 #[derive(Debug)]
@@ -42,10 +43,10 @@ static LOG: LazyLock<Vec<String>> = LazyLock::new(|| {
 });
 
 /// `UPDATE … done_at` of rows whose ids follow the done time and the worker,
-/// for 1, 2, 4, … [`PER_STATEMENT`] ids (`query::padded_in`).
-static FINISH: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
+/// for 1, 2, 4, … [`PER_STATEMENT`] ids.
+static FINISH: LazyLock<PaddedIn> = LazyLock::new(|| {
     let head = "UPDATE outbox SET done_at = $1 WHERE claimed_by = $2 AND id";
-    query::padded_in(head, 3, PER_STATEMENT)
+    PaddedIn::new(head, 3, PER_STATEMENT)
 });
 
 /// Writes a transaction's delivery log rows, in the order they were
@@ -79,17 +80,9 @@ pub(crate) async fn write_finished(tx: &mut Tx, mut rows: Vec<Finished>) -> Resu
     rows.sort_by(|a, b| (&a.worker, a.id).cmp(&(&b.worker, b.id)));
     for same_worker in rows.chunk_by(|a, b| a.worker == b.worker) {
         for chunk in same_worker.chunks(PER_STATEMENT) {
-            let Some((size, sql)) = FINISH.iter().find(|(n, _)| *n >= chunk.len()) else {
-                return Err(StoreError::Corrupt(format!(
-                    "{} rows finished in one statement; at most {PER_STATEMENT}",
-                    chunk.len()
-                )));
-            };
-            let mut q = tx.query(sql).bind(at).bind(chunk[0].worker.as_str());
-            // Padded with the last id: `IN` takes a value twice as once.
-            for n in 0..*size {
-                q = q.bind(chunk[n.min(chunk.len() - 1)].id);
-            }
+            let ids: Vec<i64> = chunk.iter().map(|f| f.id).collect();
+            let worker = chunk[0].worker.as_str();
+            let q = FINISH.query(|sql| tx.query(sql).bind(at).bind(worker), &ids)?;
             q.execute().await?;
         }
     }

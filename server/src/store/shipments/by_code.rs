@@ -16,7 +16,8 @@ use std::sync::LazyLock;
 
 use super::ShipmentRecord;
 use crate::store::lanes::{self, Lanes, Reply};
-use crate::store::{Db, Store, StoreError, query};
+use crate::store::query::PaddedIn;
+use crate::store::{Db, Store, StoreError};
 
 /// Most reads served by one statement.
 const BATCH: usize = 64;
@@ -37,9 +38,9 @@ pub(in crate::store) struct Read {
 }
 
 /// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … [`BATCH`]
-/// parameters (`query::padded_in`).
-static BY_CODES: LazyLock<Vec<(usize, String)>> =
-    LazyLock::new(|| query::padded_in("SELECT * FROM shipments WHERE code", 1, BATCH));
+/// parameters.
+static BY_CODES: LazyLock<PaddedIn> =
+    LazyLock::new(|| PaddedIn::new("SELECT * FROM shipments WHERE code", 1, BATCH));
 
 impl Store {
     /// One shipment by code, if it exists; read together with the reads by
@@ -86,17 +87,7 @@ async fn serve(db: Db, batch: Vec<Read>) {
 
 /// The shipments with these codes (at most [`BATCH`], distinct), by code.
 async fn read(db: &Db, codes: &[&str]) -> Result<HashMap<String, ShipmentRecord>, StoreError> {
-    let Some((size, sql)) = BY_CODES.iter().find(|(n, _)| *n >= codes.len()) else {
-        return Err(StoreError::Corrupt(format!(
-            "{} codes in one read; at most {BATCH}",
-            codes.len()
-        )));
-    };
-    let mut query = db.query(sql);
-    // Padded with the last code: `IN` takes a value twice as once.
-    for n in 0..*size {
-        query = query.bind(codes[n.min(codes.len() - 1)]);
-    }
+    let query = BY_CODES.query(|sql| db.query(sql), codes)?;
     let records: Vec<ShipmentRecord> = query.fetch_all().await?;
     Ok(records.into_iter().map(|r| (r.code.clone(), r)).collect())
 }

@@ -22,7 +22,8 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, QueryBuilde
 
 use super::{Actor, ShipmentRecord};
 use crate::domain::list_query::{ListQuery, MAX_PAGE_SIZE};
-use crate::store::{Store, StoreError, query};
+use crate::store::query::PaddedIn;
+use crate::store::{Store, StoreError};
 
 /// A row of a page: which shipment, and which version of it (a shipment's
 /// `version` goes up with every change written to its row).
@@ -63,10 +64,10 @@ enum Paged<T> {
 pub const PAGE_COLUMNS: (&str, &str) = ("id, version", "*");
 
 /// `SELECT * FROM shipments WHERE id IN (…)` for 1, 2, 4, … ids up to a
-/// page (`query::padded_in`).
-static BY_IDS: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
+/// page.
+static BY_IDS: LazyLock<PaddedIn> = LazyLock::new(|| {
     let most = usize::try_from(MAX_PAGE_SIZE).expect("a page size fits in usize");
-    query::padded_in("SELECT * FROM shipments WHERE id", 1, most)
+    PaddedIn::new("SELECT * FROM shipments WHERE id", 1, most)
 });
 
 impl Store {
@@ -121,20 +122,10 @@ impl Store {
     /// The shipments with these ids (at most a page's worth, distinct), in
     /// no particular order; an id no shipment has is left out.
     async fn shipments_by_id(&self, ids: &[i64]) -> Result<Vec<ShipmentRecord>, StoreError> {
-        let Some(&last) = ids.last() else {
+        if ids.is_empty() {
             return Ok(Vec::new());
-        };
-        let Some((size, sql)) = BY_IDS.iter().find(|(n, _)| *n >= ids.len()) else {
-            return Err(StoreError::Corrupt(format!(
-                "{} ids in one read; at most {MAX_PAGE_SIZE}",
-                ids.len()
-            )));
-        };
-        let mut q = self.query(sql);
-        // Padded with the last id: `IN` takes a value twice as once.
-        for n in 0..*size {
-            q = q.bind(ids.get(n).copied().unwrap_or(last));
         }
+        let q = BY_IDS.query(|sql| self.query(sql), ids)?;
         Ok(q.fetch_all().await?)
     }
 }
