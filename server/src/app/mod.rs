@@ -62,7 +62,7 @@ pub struct AppState {
     /// found them ([`couriers::linked_pricing`]).
     pub pricing: Arc<couriers::PricingMemo>,
     /// Shipments as lists showed them, by id and version
-    /// ([`listed::shipments`]).
+    /// ([`listed::page`]).
     pub listed: Arc<listed::ListedMemo>,
 }
 

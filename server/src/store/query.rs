@@ -54,6 +54,20 @@ enum On<'c> {
     PgTx(&'c mut PgConnection, PgArguments),
 }
 
+/// `$run` with `$ex` (the pool or the transaction's connection) and `$a`
+/// (the arguments) taken from an [`On`]: spelled once, typed four times,
+/// as each engine's executor and arguments are types of their own.
+macro_rules! on_engine {
+    ($on:expr, |$ex:ident, $a:ident| $run:expr) => {
+        match $on {
+            On::SqlitePool($ex, $a) => $run,
+            On::SqliteTx($ex, $a) => $run,
+            On::PgPool($ex, $a) => $run,
+            On::PgTx($ex, $a) => $run,
+        }
+    };
+}
+
 /// A statement with its arguments, bound to the store's pool or to a
 /// transaction; nothing runs until one of the `fetch…`/`execute` methods.
 #[must_use = "a query does nothing until it is run"]
@@ -184,8 +198,8 @@ impl<'c> Query<'c> {
     /// five runs, and keeps that plan until the table's statistics change.
     /// A plan made while a table was nearly empty can be a sequential scan
     /// that turns quadratic once a burst has filled the table (the
-    /// dispatcher's claim, BENCHMARKS.md, "Finished rows written at
-    /// commit"). Planned each time, it sees the table's current size.
+    /// dispatcher's claim, BENCHMARKS.md, "Claims planned afresh on
+    /// PostgreSQL"). Planned each time, it sees the table's current size.
     pub(crate) fn planned_each_time(mut self) -> Self {
         self.persistent = false;
         self
@@ -213,122 +227,39 @@ impl<'c> Query<'c> {
     /// Runs a statement that returns no rows; how many rows it touched.
     pub(crate) async fn execute(self) -> sqlx::Result<u64> {
         let (sql, on, kept) = self.ready()?;
-        let done = match on {
-            On::SqlitePool(ex, a) => sqlx::query_with(sql, a)
-                .persistent(kept)
-                .execute(ex)
-                .await?
-                .rows_affected(),
-            On::SqliteTx(ex, a) => sqlx::query_with(sql, a)
-                .persistent(kept)
-                .execute(ex)
-                .await?
-                .rows_affected(),
-            On::PgPool(ex, a) => sqlx::query_with(sql, a)
-                .persistent(kept)
-                .execute(ex)
-                .await?
-                .rows_affected(),
-            On::PgTx(ex, a) => sqlx::query_with(sql, a)
-                .persistent(kept)
-                .execute(ex)
-                .await?
-                .rows_affected(),
-        };
+        let done = on_engine!(on, |ex, a| sqlx::query_with(sql, a)
+            .persistent(kept)
+            .execute(ex)
+            .await?
+            .rows_affected());
         Ok(done)
     }
 
     /// The one row; [`sqlx::Error::RowNotFound`] if there is none.
     pub(crate) async fn fetch_one<R: Record>(self) -> sqlx::Result<R> {
         let (sql, on, kept) = self.ready()?;
-        match on {
-            On::SqlitePool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_one(ex)
-                    .await
-            }
-            On::SqliteTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_one(ex)
-                    .await
-            }
-            On::PgPool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_one(ex)
-                    .await
-            }
-            On::PgTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_one(ex)
-                    .await
-            }
-        }
+        on_engine!(on, |ex, a| sqlx::query_as_with(sql, a)
+            .persistent(kept)
+            .fetch_one(ex)
+            .await)
     }
 
     /// The first row, if any.
     pub(crate) async fn fetch_optional<R: Record>(self) -> sqlx::Result<Option<R>> {
         let (sql, on, kept) = self.ready()?;
-        match on {
-            On::SqlitePool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_optional(ex)
-                    .await
-            }
-            On::SqliteTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_optional(ex)
-                    .await
-            }
-            On::PgPool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_optional(ex)
-                    .await
-            }
-            On::PgTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_optional(ex)
-                    .await
-            }
-        }
+        on_engine!(on, |ex, a| sqlx::query_as_with(sql, a)
+            .persistent(kept)
+            .fetch_optional(ex)
+            .await)
     }
 
     /// Every row.
     pub(crate) async fn fetch_all<R: Record>(self) -> sqlx::Result<Vec<R>> {
         let (sql, on, kept) = self.ready()?;
-        match on {
-            On::SqlitePool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_all(ex)
-                    .await
-            }
-            On::SqliteTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_all(ex)
-                    .await
-            }
-            On::PgPool(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_all(ex)
-                    .await
-            }
-            On::PgTx(ex, a) => {
-                sqlx::query_as_with(sql, a)
-                    .persistent(kept)
-                    .fetch_all(ex)
-                    .await
-            }
-        }
+        on_engine!(on, |ex, a| sqlx::query_as_with(sql, a)
+            .persistent(kept)
+            .fetch_all(ex)
+            .await)
     }
 
     /// The first column of the one row (a count, a `RETURNING id`).
