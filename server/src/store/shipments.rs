@@ -19,7 +19,7 @@ pub(crate) mod batched;
 pub(super) mod by_code;
 mod list;
 
-pub use list::{PAGE_COLUMNS, PageRow, RowVersion};
+pub use list::{PageRow, RowVersion, page_reads_whole_rows};
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);

@@ -4,8 +4,8 @@
 //! the page has (`app::listed` remembers each version a list showed), and
 //! only the others are decoded: on SQLite the page is read as ids and
 //! versions and the rows not held are read by id; on PostgreSQL the page is
-//! read whole and only the rows not held are decoded ([`PAGE_COLUMNS`] says
-//! why the engines differ).
+//! read whole and only the rows not held are decoded
+//! ([`page_reads_whole_rows`] says why the engines differ).
 //!
 //! The page is the one query whose SQL depends on the request (which
 //! filters are set), so it is built with [`sqlx::QueryBuilder`], which
@@ -23,7 +23,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, QueryBuilde
 use super::{Actor, ShipmentRecord};
 use crate::domain::list_query::{ListQuery, MAX_PAGE_SIZE};
 use crate::store::query::PaddedIn;
-use crate::store::{Store, StoreError};
+use crate::store::{Backend, Store, StoreError};
 
 /// A row of a page: which shipment, and which version of it (a shipment's
 /// `version` goes up with every change written to its row).
@@ -51,7 +51,7 @@ enum Paged<T> {
     ById(i64),
 }
 
-/// What the page query selects, `(SQLite, PostgreSQL)`.
+/// Whether the page query reads whole rows on `backend`.
 ///
 /// SQLite copies every column of every row it returns (an allocation each,
 /// on its worker thread), so there the page reads ids and versions, and the
@@ -61,7 +61,12 @@ enum Paged<T> {
 /// columns, where for `SELECT *` it passes skipped rows on untouched (9.4
 /// against 6.9 ms at offset 50,000; BENCHMARKS.md, "List rows remembered by
 /// version").
-pub const PAGE_COLUMNS: (&str, &str) = ("id, version", "*");
+pub fn page_reads_whole_rows(backend: Backend) -> bool {
+    match backend {
+        Backend::Sqlite => false,
+        Backend::Postgres => true,
+    }
+}
 
 /// `SELECT * FROM shipments WHERE id IN (…)` for 1, 2, 4, … ids up to a
 /// page.
@@ -82,14 +87,10 @@ impl Store {
         q: &ListQuery,
         held: impl FnOnce(&[RowVersion]) -> Vec<Option<T>>,
     ) -> Result<(Vec<PageRow<T>>, u64), StoreError> {
-        let (columns_sqlite, columns_postgres) = PAGE_COLUMNS;
+        let whole = page_reads_whole_rows(self.backend());
         let (rows, total) = match self.pool() {
-            crate::store::Pool::Sqlite(pool) => {
-                page_on(pool, actor, q, columns_sqlite, held).await?
-            }
-            crate::store::Pool::Postgres(pool) => {
-                page_on(pool, actor, q, columns_postgres, held).await?
-            }
+            crate::store::Pool::Sqlite(pool) => page_on(pool, actor, q, whole, held).await?,
+            crate::store::Pool::Postgres(pool) => page_on(pool, actor, q, whole, held).await?,
         };
         let ids: Vec<i64> = rows
             .iter()
@@ -137,14 +138,15 @@ fn counted(q: &ListQuery) -> bool {
     q.created_after.is_none() && q.created_before.is_none() && q.updated_after.is_none()
 }
 
-/// The page, selecting `columns` ([`PAGE_COLUMNS`]), and the total on one
-/// engine's pool; rows that `held` does not hold are decoded if read whole,
-/// or else left to be read by id.
+/// The page, of whole rows or of ids and versions
+/// ([`page_reads_whole_rows`]), and the total on one engine's pool; rows
+/// that `held` does not hold are decoded if read whole, or else left to be
+/// read by id.
 async fn page_on<DB, T>(
     pool: &Pool<DB>,
     actor: Actor,
     q: &ListQuery,
-    columns: &str,
+    whole: bool,
     held: impl FnOnce(&[RowVersion]) -> Vec<Option<T>>,
 ) -> sqlx::Result<(Vec<Paged<T>>, i64)>
 where
@@ -169,6 +171,7 @@ where
         push_filter(&mut count, actor, q);
         count
     };
+    let columns = if whole { "*" } else { "id, version" };
     let mut page = QueryBuilder::new(format!("SELECT {columns} FROM shipments"));
     push_filter(&mut page, actor, q);
     page.push(" ORDER BY created_at DESC, id DESC LIMIT ")
@@ -181,7 +184,6 @@ where
         .iter()
         .map(RowVersion::from_row)
         .collect::<sqlx::Result<Vec<_>>>()?;
-    let whole = columns == "*";
     let mut held = held(&versions);
     held.resize_with(versions.len(), || None);
     let page = held
