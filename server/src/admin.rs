@@ -242,14 +242,14 @@ impl AdminCommand {
                 let data_key = data_key
                     .load()
                     .map_err(|e| AdminError::Invalid(e.to_string()))?;
-                let state = crate::app::AppState::new(
+                let state = crate::app::AppState::new(crate::app::Shared::new(
                     store.clone(),
                     env,
                     std::time::Duration::from_secs(30),
                     data_key,
                     allow_private_webhook_targets,
                     std::sync::Arc::default(),
-                );
+                ));
                 let created = crate::app::fixtures::apply_file(&state, &file).await?;
                 Ok(json!({ "applied": file.display().to_string(), "created": created }))
             }

@@ -136,7 +136,7 @@ impl Application {
             None => None,
         };
         metrics::handle();
-        let mut state = app::AppState::new(
+        let mut shared = app::Shared::new(
             store.clone(),
             config.environment.environment,
             config.request_timeout(),
@@ -144,9 +144,10 @@ impl Application {
             config.webhooks.allow_private_webhook_targets,
             outbox_signal,
         );
-        state.dashboard_secure_cookies = config.dashboard_secure_cookies;
-        state.test_controls = test_controls;
-        state.listeners = listeners.clone();
+        shared.dashboard_secure_cookies = config.dashboard_secure_cookies;
+        shared.test_controls = test_controls;
+        shared.listeners = listeners.clone();
+        let state = app::AppState::new(shared);
         if let Some(path) = &config.fixtures {
             app::fixtures::apply_file(&state, path).await?;
         }

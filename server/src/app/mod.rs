@@ -27,9 +27,34 @@ pub mod shipments;
 pub mod testing;
 pub mod webhooks;
 
-/// What every handler can reach.
+/// What every handler can reach: a handle to the [`Shared`] state.
+///
+/// Why a handle: axum clones the state for every request, once for the
+/// handler and once more for each extractor and middleware that takes it.
+/// A clone of the fields themselves counted a dozen `Arc`s up and down per
+/// clone, on cache lines every core shares: 3.2% of the server's CPU under
+/// reads by code (BENCHMARKS.md, "One `Arc` per request, mimalloc,
+/// anonymous parameters"). A clone of this is one count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The handle to `shared`.
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The state every handler shares, set once when the server starts.
+pub struct Shared {
     /// The database.
     pub store: Store,
     /// Which keys this server takes.
@@ -66,7 +91,7 @@ pub struct AppState {
     pub listed: Arc<listed::ListedMemo>,
 }
 
-impl AppState {
+impl Shared {
     /// The state of a server.
     pub fn new(
         store: Store,
@@ -75,9 +100,9 @@ impl AppState {
         data_key: DataKey,
         allow_private_webhook_targets: bool,
         outbox_signal: Arc<tokio::sync::Notify>,
-    ) -> AppState {
+    ) -> Shared {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        AppState {
+        Shared {
             store,
             environment,
             request_timeout,
