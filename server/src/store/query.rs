@@ -19,7 +19,7 @@ use sqlx::{
     SqlitePool, Type,
 };
 
-use super::{Pool, Store, Tx, TxConn};
+use super::{Backend, Pool, Store, Tx, TxConn};
 
 /// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
 /// `Option`s, …). `'v` is the value's own borrow: the engines copy it into
@@ -82,17 +82,90 @@ pub(crate) struct Query<'c> {
     persistent: bool,
 }
 
-/// `head` followed by `VALUES` lists of 1, 2, … `rows` rows: statement `n -
-/// 1` writes `n` rows, each of them `row(p)` with its `per_row` parameters
-/// numbered from `p + 1`. Made once into a `static` (a [`Query`] takes
-/// `&'static str`); each size is a statement of its own to the engines'
+/// A statement made at run time, in each engine's spelling of its
+/// parameters: PostgreSQL's `$1, $2, …`, and for SQLite the same text with
+/// each `$n` an anonymous `?` when the parameters appear once each, in
+/// order (else SQLite takes the `$n` text too).
+///
+/// Why: SQLite names `$n` parameters, and sqlx asks each parameter's name
+/// before binding it (`sqlite3_bind_parameter_name`), which walks the
+/// statement's list of names: quadratic in a group's multi-row `INSERT` of
+/// hundreds of parameters, 3.7% of the server's CPU under `POST` load, 0.05%
+/// with anonymous parameters (BENCHMARKS.md, "One `Arc` per request,
+/// mimalloc, anonymous parameters"). An anonymous `?` has no name to look
+/// up.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    postgres: String,
+    sqlite: String,
+}
+
+impl Sql {
+    /// `text`, with parameters `$1`, `$2`, … .
+    pub(crate) fn new(text: String) -> Sql {
+        Sql {
+            sqlite: anonymous(&text).unwrap_or_else(|| text.clone()),
+            postgres: text,
+        }
+    }
+}
+
+/// `text` with each `$n` a `?`, if its parameters are `$1`, `$2`, … each
+/// once, in that order (what a `?` means to SQLite); `None` otherwise.
+fn anonymous(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut next = 1;
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len() - at - 1);
+        if rest[at + 1..at + 1 + digits].parse::<usize>().ok()? != next {
+            return None;
+        }
+        out.push('?');
+        next += 1;
+        rest = &rest[at + 1 + digits..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// A statement's text: the same for both engines (`&'static str`), or made
+/// for each ([`Sql`]).
+pub(crate) trait Text {
+    /// The text `backend` runs.
+    fn on(self, backend: Backend) -> &'static str;
+}
+
+impl Text for &'static str {
+    fn on(self, _: Backend) -> &'static str {
+        self
+    }
+}
+
+impl Text for &'static Sql {
+    fn on(self, backend: Backend) -> &'static str {
+        match backend {
+            Backend::Sqlite => &self.sqlite,
+            Backend::Postgres => &self.postgres,
+        }
+    }
+}
+
+/// `head` followed by `VALUES` lists of 1, 2, … `rows` rows, then `tail`:
+/// statement `n - 1` writes `n` rows, each of them `row(p)` with its
+/// `per_row` parameters numbered from `p + 1`. Made once into a `static` (a [`Query`] takes
+/// `&'static` text); each size is a statement of its own to the engines'
 /// statement caches.
 pub(crate) fn multi_row(
     head: &str,
     rows: usize,
     per_row: usize,
     row: impl Fn(usize) -> String,
-) -> Vec<String> {
+    tail: &str,
+) -> Vec<Sql> {
     let mut sql = format!("{head} VALUES ");
     let mut all = Vec::with_capacity(rows);
     for n in 0..rows {
@@ -100,7 +173,7 @@ pub(crate) fn multi_row(
             sql.push_str(", ");
         }
         sql.push_str(&row(n * per_row));
-        all.push(sql.clone());
+        all.push(Sql::new(format!("{sql}{tail}")));
     }
     all
 }
@@ -111,7 +184,7 @@ pub(crate) fn multi_row(
 /// value (`IN` takes a value twice as once), so the engines' statement
 /// caches hold a few statements, not one per `k`. Made once into a
 /// `static`.
-pub(crate) struct PaddedIn(Vec<(usize, String)>);
+pub(crate) struct PaddedIn(Vec<(usize, Sql)>);
 
 impl PaddedIn {
     /// The statements for `head`, its `IN` list's parameters numbered from
@@ -122,7 +195,7 @@ impl PaddedIn {
             sizes
                 .map(|n| {
                     let params: Vec<String> = (first..first + n).map(|p| format!("${p}")).collect();
-                    (n, format!("{head} IN ({})", params.join(", ")))
+                    (n, Sql::new(format!("{head} IN ({})", params.join(", "))))
                 })
                 .collect(),
         )
@@ -133,7 +206,7 @@ impl PaddedIn {
     /// bound, padded.
     pub(crate) fn query<'c, 'v, V: Value<'v> + Copy>(
         &'static self,
-        start: impl FnOnce(&'static str) -> Query<'c>,
+        start: impl FnOnce(&'static Sql) -> Query<'c>,
         values: &[V],
     ) -> Result<Query<'c>, super::StoreError> {
         let fits = self.0.iter().find(|(n, _)| *n >= values.len());
@@ -154,14 +227,15 @@ impl PaddedIn {
 
 impl Store {
     /// `sql` on the pool: each statement takes any free connection.
-    pub(crate) fn query(&self, sql: &'static str) -> Query<'_> {
+    pub(crate) fn query(&self, sql: impl Text) -> Query<'_> {
         self.db.query(sql)
     }
 }
 
 impl super::Db {
     /// `sql` on the pool, for the tasks that hold the [`super::Db`].
-    pub(super) fn query(&self, sql: &'static str) -> Query<'_> {
+    pub(super) fn query(&self, sql: impl Text) -> Query<'_> {
+        let sql = sql.on(self.backend());
         let on = match &self.pool {
             Pool::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
             Pool::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
@@ -172,7 +246,8 @@ impl super::Db {
 
 impl Tx {
     /// `sql` inside this transaction.
-    pub(crate) fn query(&mut self, sql: &'static str) -> Query<'_> {
+    pub(crate) fn query(&mut self, sql: impl Text) -> Query<'_> {
+        let sql = sql.on(self.backend());
         let on = match &mut self.conn {
             TxConn::Sqlite(tx) => On::SqliteTx(tx, SqliteArguments::default()),
             TxConn::Postgres(tx) => On::PgTx(tx, PgArguments::default()),
@@ -291,32 +366,92 @@ impl<'c> Query<'c> {
 
 #[cfg(test)]
 mod tests {
+    use super::{Backend, Text};
+
+    /// Each size's length and its text for both engines.
+    fn texts(sql: &'static super::PaddedIn) -> Vec<(usize, &'static str, &'static str)> {
+        (sql.0.iter())
+            .map(|(n, s)| (*n, s.on(Backend::Postgres), s.on(Backend::Sqlite)))
+            .collect()
+    }
+
     #[test]
     fn padded_in_doubles_up_to_the_most() {
-        let sql = super::PaddedIn::new("SELECT * FROM t WHERE id", 1, 3);
+        let sql = Box::leak(Box::new(super::PaddedIn::new(
+            "SELECT * FROM t WHERE id",
+            1,
+            3,
+        )));
         assert_eq!(
-            sql.0,
+            texts(sql),
             [
-                (1, "SELECT * FROM t WHERE id IN ($1)".to_owned()),
-                (2, "SELECT * FROM t WHERE id IN ($1, $2)".to_owned()),
-                (4, "SELECT * FROM t WHERE id IN ($1, $2, $3, $4)".to_owned()),
+                (
+                    1,
+                    "SELECT * FROM t WHERE id IN ($1)",
+                    "SELECT * FROM t WHERE id IN (?)"
+                ),
+                (
+                    2,
+                    "SELECT * FROM t WHERE id IN ($1, $2)",
+                    "SELECT * FROM t WHERE id IN (?, ?)"
+                ),
+                (
+                    4,
+                    "SELECT * FROM t WHERE id IN ($1, $2, $3, $4)",
+                    "SELECT * FROM t WHERE id IN (?, ?, ?, ?)"
+                ),
             ]
         );
-        let sql = super::PaddedIn::new("UPDATE t SET a = $1 WHERE id", 2, 2);
-        assert_eq!(sql.0[1].1, "UPDATE t SET a = $1 WHERE id IN ($2, $3)");
+        let sql = Box::leak(Box::new(super::PaddedIn::new(
+            "UPDATE t SET a = $1 WHERE id",
+            2,
+            2,
+        )));
+        assert_eq!(
+            texts(sql)[1],
+            (
+                2,
+                "UPDATE t SET a = $1 WHERE id IN ($2, $3)",
+                "UPDATE t SET a = ? WHERE id IN (?, ?)"
+            )
+        );
     }
 
     #[test]
     fn multi_row_numbers_each_rows_parameters_on() {
-        let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, 2, |p| {
-            format!("(${}, 1, ${}, ${})", p + 1, p + 2, p + 2)
-        });
+        let row = |p| format!("(${}, 1, ${}, ${})", p + 1, p + 2, p + 2);
+        let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, 2, row, " RETURNING id");
+        let postgres: Vec<_> = sql.iter().map(|s| s.postgres.as_str()).collect();
         assert_eq!(
-            sql,
+            postgres,
             [
-                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2)",
-                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2), ($3, 1, $4, $4)",
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2) RETURNING id",
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2), ($3, 1, $4, $4) RETURNING id",
             ]
+        );
+        // `$2` twice: SQLite keeps the numbered text, as `?` would be a
+        // third parameter.
+        assert_eq!(sql[1].sqlite, sql[1].postgres);
+    }
+
+    #[test]
+    fn sqlite_takes_anonymous_parameters_only_when_each_is_once_in_order() {
+        let anonymous = |text: &str| super::anonymous(text);
+        assert_eq!(
+            anonymous("SELECT $1, $2, $10 FROM t").as_deref(),
+            None,
+            "$10 is not the third"
+        );
+        assert_eq!(
+            anonymous("UPDATE t SET a = $1, b = $2 WHERE c = $3").as_deref(),
+            Some("UPDATE t SET a = ?, b = ? WHERE c = ?")
+        );
+        assert_eq!(anonymous("SELECT $2, $1").as_deref(), None);
+        assert_eq!(anonymous("SELECT 1").as_deref(), Some("SELECT 1"));
+        let long: Vec<String> = (1..=12).map(|n| format!("${n}")).collect();
+        assert_eq!(
+            anonymous(&long.join(",")).as_deref(),
+            Some(["?"; 12].join(",").as_str())
         );
     }
 }

@@ -3,6 +3,7 @@
 
 use shipment_sdk::model::Shipment;
 
+use crate::store::query::Sql;
 use crate::store::{StoreError, Tx, now};
 
 /// The outbox row for a change, written when the change's transaction
@@ -40,13 +41,14 @@ const ENQUEUED_PER_INSERT: usize = crate::store::group_commit::MAX_GROUP;
 
 /// The `INSERT` of `n` outbox rows, for each `n` up to
 /// [`ENQUEUED_PER_INSERT`].
-static INSERT_ENQUEUED: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+static INSERT_ENQUEUED: std::sync::LazyLock<Vec<Sql>> = std::sync::LazyLock::new(|| {
     let head = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
                 webhook_url, signing_key_merchant_id, created_at)";
-    crate::store::query::multi_row(head, ENQUEUED_PER_INSERT, 8, |p| {
+    let row = |p| {
         let [a, b, c, d, e, f, g, h] = std::array::from_fn(|i| p + i + 1);
         format!("(${a}, ${b}, ${c}, ${d}, ${e}, ${f}, ${g}, ${h})")
-    })
+    };
+    crate::store::query::multi_row(head, ENQUEUED_PER_INSERT, 8, row, "")
 });
 
 /// Writes a transaction's outbox rows, in the order they were enqueued (so
@@ -57,7 +59,7 @@ static INSERT_ENQUEUED: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::
 pub(crate) async fn write_enqueued(tx: &mut Tx, rows: Vec<Enqueued>) -> Result<(), StoreError> {
     let at = now();
     for chunk in rows.chunks(ENQUEUED_PER_INSERT) {
-        let mut q = tx.query(INSERT_ENQUEUED[chunk.len() - 1].as_str());
+        let mut q = tx.query(&INSERT_ENQUEUED[chunk.len() - 1]);
         for r in chunk {
             q = q
                 .bind(r.shipment_id)

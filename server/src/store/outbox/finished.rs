@@ -12,7 +12,7 @@
 use std::sync::LazyLock;
 
 use super::Logged;
-use crate::store::query::{self, PaddedIn};
+use crate::store::query::{self, PaddedIn, Sql};
 use crate::store::{StoreError, Tx, group_commit, now};
 
 /// A row marked delivered at commit, if its worker still holds it.
@@ -29,17 +29,16 @@ const PER_STATEMENT: usize = group_commit::MAX_GROUP;
 /// The `INSERT` of `n` delivery log rows (11 parameters each), for each `n`
 /// up to [`PER_STATEMENT`]; a second record for the same row and URL is
 /// ignored.
-static LOG: LazyLock<Vec<String>> = LazyLock::new(|| {
+static LOG: LazyLock<Vec<Sql>> = LazyLock::new(|| {
     let head = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
                 shipment_code, version, status_code, error, duration_ms, delivered_at, \
                 redelivery_of)";
-    let all = query::multi_row(head, PER_STATEMENT, 11, |p| {
+    let row = |p| {
         let params: Vec<String> = (p + 1..=p + 11).map(|n| format!("${n}")).collect();
         format!("({})", params.join(", "))
-    });
-    all.into_iter()
-        .map(|sql| sql + " ON CONFLICT (outbox_id, url) DO NOTHING")
-        .collect()
+    };
+    let tail = " ON CONFLICT (outbox_id, url) DO NOTHING";
+    query::multi_row(head, PER_STATEMENT, 11, row, tail)
 });
 
 /// `UPDATE … done_at` of rows whose ids follow the done time and the worker,
@@ -53,7 +52,7 @@ static FINISH: LazyLock<PaddedIn> = LazyLock::new(|| {
 /// logged, [`PER_STATEMENT`] to a statement.
 pub(crate) async fn write_logged(tx: &mut Tx, rows: Vec<Logged>) -> Result<(), StoreError> {
     for chunk in rows.chunks(PER_STATEMENT) {
-        let mut q = tx.query(LOG[chunk.len() - 1].as_str());
+        let mut q = tx.query(&LOG[chunk.len() - 1]);
         for l in chunk {
             q = q
                 .bind(l.outbox_id)

@@ -17,6 +17,7 @@ use shipment_sdk::model::{Shipment, Status};
 
 use super::{NewRow, ShipmentRecord};
 use crate::domain::code;
+use crate::store::query::Sql;
 use crate::store::{StoreError, Tx, group_commit, now, outbox, query};
 
 /// A shipment row to insert: a create's fields, with its new code and the
@@ -65,26 +66,27 @@ pub(crate) struct Deferred {
     made: Arc<OnceLock<Shipment>>,
 }
 
-/// Most rows one statement writes (12 parameters each); a group commit
+/// Most rows one statement writes (14 parameters each); a group commit
 /// holds at most this many writes.
 const PER_INSERT: usize = group_commit::MAX_GROUP;
 
 /// The `INSERT` of `n` shipments, for each `n` up to [`PER_INSERT`].
-static INSERT: LazyLock<Vec<String>> = LazyLock::new(|| {
+static INSERT: LazyLock<Vec<Sql>> = LazyLock::new(|| {
     let head = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
                 description, weight_kg, dimensions, items, start_address, end_address, \
                 total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, \
                 updated_at)";
     let status = Status::AssignedToCourier.as_str();
-    // Twelve parameters: the last, the time, is all three timestamps.
-    let all = query::multi_row(head, PER_INSERT, 12, |p| {
-        let [a, b, c, d, e, f, g, h, i, j, k, at] = std::array::from_fn(|n| p + n + 1);
+    // The time is bound three times, once for each timestamp: each parameter
+    // once, in order, is what lets SQLite take anonymous ones (`Sql`).
+    let row = |p| {
+        let [a, b, c, d, e, f, g, h, i, j, k, t1, t2, t3] = std::array::from_fn(|n| p + n + 1);
         format!(
             "(${a}, ${b}, ${c}, '{status}', ${d}, ${e}, ${f}, ${g}, ${h}, ${i}, ${j}, ${k}, \
-             1, ${at}, ${at}, ${at})"
+             1, ${t1}, ${t2}, ${t3})"
         )
-    });
-    all.into_iter().map(|sql| sql + " RETURNING *").collect()
+    };
+    query::multi_row(head, PER_INSERT, 14, row, " RETURNING *")
 });
 
 /// Inserts `rows` (at most [`PER_INSERT`]) in one statement and returns
@@ -94,7 +96,7 @@ pub(super) async fn insert(
     tx: &mut Tx,
     rows: &[&NewShipmentRow],
 ) -> Result<Vec<Shipment>, StoreError> {
-    let mut q = tx.query(INSERT[rows.len() - 1].as_str());
+    let mut q = tx.query(&INSERT[rows.len() - 1]);
     for r in rows {
         q = q
             .bind(r.code.as_str())
@@ -108,6 +110,8 @@ pub(super) async fn insert(
             .bind(r.end_address.as_deref())
             .bind(r.total_fee_minor)
             .bind(r.webhook_url.as_deref())
+            .bind(r.at)
+            .bind(r.at)
             .bind(r.at);
     }
     let records: Vec<ShipmentRecord> = q.fetch_all().await?;
