@@ -34,6 +34,10 @@ mod receiver;
 
 use receiver::Receiver;
 
+/// The allocator the server binary runs with (server/src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
