@@ -156,9 +156,9 @@ impl Text for &'static Sql {
 
 /// `head` followed by `VALUES` lists of 1, 2, … `rows` rows, then `tail`:
 /// statement `n - 1` writes `n` rows, each of them `row(p)` with its
-/// `per_row` parameters numbered from `p + 1`. Made once into a `static` (a [`Query`] takes
-/// `&'static` text); each size is a statement of its own to the engines'
-/// statement caches.
+/// `per_row` parameters numbered from `p + 1`. Made once into a `static` (a
+/// [`Query`] takes `&'static` text); each size is a statement of its own to
+/// the engines' statement caches.
 pub(crate) fn multi_row(
     head: &str,
     rows: usize,
@@ -366,24 +366,18 @@ impl<'c> Query<'c> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Backend, Text};
-
     /// Each size's length and its text for both engines.
-    fn texts(sql: &'static super::PaddedIn) -> Vec<(usize, &'static str, &'static str)> {
+    fn texts(sql: &super::PaddedIn) -> Vec<(usize, &str, &str)> {
         (sql.0.iter())
-            .map(|(n, s)| (*n, s.on(Backend::Postgres), s.on(Backend::Sqlite)))
+            .map(|(n, s)| (*n, s.postgres.as_str(), s.sqlite.as_str()))
             .collect()
     }
 
     #[test]
     fn padded_in_doubles_up_to_the_most() {
-        let sql = Box::leak(Box::new(super::PaddedIn::new(
-            "SELECT * FROM t WHERE id",
-            1,
-            3,
-        )));
+        let sql = super::PaddedIn::new("SELECT * FROM t WHERE id", 1, 3);
         assert_eq!(
-            texts(sql),
+            texts(&sql),
             [
                 (
                     1,
@@ -402,13 +396,9 @@ mod tests {
                 ),
             ]
         );
-        let sql = Box::leak(Box::new(super::PaddedIn::new(
-            "UPDATE t SET a = $1 WHERE id",
-            2,
-            2,
-        )));
+        let sql = super::PaddedIn::new("UPDATE t SET a = $1 WHERE id", 2, 2);
         assert_eq!(
-            texts(sql)[1],
+            texts(&sql)[1],
             (
                 2,
                 "UPDATE t SET a = $1 WHERE id IN ($2, $3)",
