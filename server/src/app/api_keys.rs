@@ -7,6 +7,7 @@ use super::{AppState, Error, Result};
 use crate::domain::FieldError;
 use crate::domain::keys::{self, KeyKind};
 use crate::store::api_keys::ApiKeyInfo;
+use crate::webhooks::listeners::Credential;
 
 /// Longest key name accepted.
 pub const MAX_KEY_NAME: usize = 100;
@@ -55,12 +56,14 @@ pub async fn create_api_key(
     Ok((view(info), key))
 }
 
-/// Deletes one of the merchant's keys; it is refused at once.
+/// Deletes one of the merchant's keys; it is refused at once, and the
+/// listener streams it opened end.
 pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<()> {
     if state.store.delete_api_key(merchant_id, id.get()).await? {
         state
             .key_cache
             .forget(crate::domain::keys::KeyKind::Merchant, id.get());
+        state.listeners.revoked(Credential::ApiKey(id.get()));
         Ok(())
     } else {
         Err(Error::NotFound("you have no API key with this id".into()))

@@ -10,18 +10,26 @@ use std::collections::{HashSet, VecDeque};
 
 use chrono::Duration;
 use shipment_sdk::model::{ListenerDelivery, Secret, SigningKey};
+use tokio::time::{Interval, MissedTickBehavior};
 
 use super::webhooks::new_signing_key;
 use super::{AppState, Result};
 use crate::store::StoreError;
 use crate::store::listen::{ListenerRow, SealedKey};
-use crate::webhooks::listeners::Subscription;
+use crate::webhooks::listeners::{Credential, Subscription};
 
 /// How far back a reconnecting listener is caught up (`Last-Event-ID`).
 pub const RESUME_WINDOW: Duration = Duration::hours(1);
 /// Most changes sent again to a reconnecting listener; older ones are
 /// skipped (a receiver catches up with `GET /shipments?updated_after=`).
 pub const MAX_RESUMED: u32 = 1_000;
+/// How often an open stream asks the database whether its credential still
+/// works: the longest a stream outlives a key deleted, or a session ended,
+/// through another server process, or a session's expiry. (The process
+/// that revokes a credential ends its streams at once.) One indexed read
+/// per open stream and period, not through the key cache, whose window
+/// would add to the delay.
+pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn open(state: &AppState, sealed: &SealedKey) -> Result<SigningKey> {
     let key = state
@@ -64,8 +72,13 @@ pub async fn rotate_listener_key(state: &AppState, merchant_id: i64) -> Result<S
 }
 
 /// One connected listener: the changes it missed (after `Last-Event-ID`),
-/// then every change published while it stays connected, each signed.
+/// then every change published while it stays connected, each signed, for
+/// as long as the credential it was opened with works.
 pub struct Feed {
+    state: AppState,
+    merchant_id: i64,
+    credential: Credential,
+    recheck: Interval,
     key: Secret,
     subscription: Subscription,
     missed: VecDeque<ListenerRow>,
@@ -83,18 +96,20 @@ pub struct ListenerEvent {
     pub delivery: ListenerDelivery,
 }
 
-/// Connects a listener of the merchant: its signing key (made now if it
-/// has none) and its feed. With `last_event_id`, the feed starts with the
-/// changes after that event from the last [`RESUME_WINDOW`] (at most
-/// [`MAX_RESUMED`]) that were already fed to listeners.
+/// Connects a listener of the merchant, authenticated by `credential`: its
+/// signing key (made now if it has none) and its feed. With
+/// `last_event_id`, the feed starts with the changes after that event from
+/// the last [`RESUME_WINDOW`] (at most [`MAX_RESUMED`]) that were already
+/// fed to listeners.
 pub async fn connect(
     state: &AppState,
     merchant_id: i64,
+    credential: Credential,
     last_event_id: Option<i64>,
 ) -> Result<(SigningKey, Feed)> {
     // Subscribed first, so a change claimed while the outbox is read
     // comes either way, and `resumed` sends it once.
-    let subscription = state.listeners.subscribe(merchant_id)?;
+    let subscription = state.listeners.subscribe(merchant_id, credential)?;
     let key = listener_key_or_create(state, merchant_id).await?;
     let missed = match last_event_id {
         Some(after) => {
@@ -106,7 +121,13 @@ pub async fn connect(
         }
         None => Vec::new(),
     };
+    let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+    recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let feed = Feed {
+        state: state.clone(),
+        merchant_id,
+        credential,
+        recheck,
         key: key.signing_key.clone(),
         subscription,
         resumed: missed.iter().map(|r| r.id).collect(),
@@ -116,19 +137,46 @@ pub async fn connect(
 }
 
 impl Feed {
-    /// The next delivery; `None` when the stream ends (the server stops,
-    /// the key was replaced, or the listener fell too far behind: it
-    /// reconnects with `Last-Event-ID`).
+    /// The next delivery; `None` when the stream ends: the server stops,
+    /// the listener signing key was replaced, the listener fell too far
+    /// behind (it reconnects with `Last-Event-ID`), or the stream's
+    /// credential no longer works (the reconnection is refused).
     pub async fn next(&mut self) -> Option<ListenerEvent> {
         if let Some(row) = self.missed.pop_front() {
             return Some(self.sign(&row));
         }
         loop {
-            let row = self.subscription.next().await?;
+            let row = tokio::select! {
+                row = self.subscription.next() => row?,
+                _ = self.recheck.tick() => {
+                    if self.credential_works().await {
+                        continue;
+                    }
+                    return None;
+                }
+            };
             if !self.resumed.remove(&row.id) {
                 return Some(self.sign(&row));
             }
         }
+    }
+
+    /// Whether the stream's key or session still works, asked of the
+    /// database. When the database cannot say, the stream ends: it must
+    /// not outlive a revocation it cannot see, and a listener reconnects.
+    async fn credential_works(&self) -> bool {
+        let store = &self.state.store;
+        let works = match self.credential {
+            Credential::ApiKey(id) => store
+                .api_key(self.merchant_id, id)
+                .await
+                .map(|key| key.is_some()),
+            Credential::Session(id) => store.session_is_live(id).await,
+        };
+        works.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "a listener's credential could not be checked; ending its stream");
+            false
+        })
     }
 
     fn sign(&self, row: &ListenerRow) -> ListenerEvent {

@@ -14,6 +14,7 @@ use super::ApiError;
 use crate::app::AppState;
 use crate::domain::keys::{self, KeyKind};
 use crate::store::Store;
+use crate::store::api_keys::KeyOwner;
 
 /// Header carrying merchant and courier keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -290,12 +291,25 @@ pub struct Courier {
     pub id: i64,
 }
 
-/// Checks the `X-API-KEY` of a request against the keys of `expected` kind.
+/// Checks the `X-API-KEY` of a request against the keys of `expected` kind;
+/// the id of the merchant or courier company it belongs to.
 pub(super) async fn authenticate(
     parts: &Parts,
     state: &AppState,
     expected: KeyKind,
 ) -> Result<i64, ApiError> {
+    authenticate_key(parts, state, expected)
+        .await
+        .map(|owner| owner.owner_id)
+}
+
+/// Like [`authenticate`], with the key's own id too (a listener's stream
+/// ends when its key is deleted).
+pub(super) async fn authenticate_key(
+    parts: &Parts,
+    state: &AppState,
+    expected: KeyKind,
+) -> Result<KeyOwner, ApiError> {
     let Some(value) = parts.headers.get(API_KEY_HEADER) else {
         let detail = if parts.headers.contains_key(header::AUTHORIZATION) {
             "this route takes an API key in the X-API-KEY header, not an Authorization header"
@@ -349,7 +363,7 @@ pub(super) async fn authenticate(
             }
         });
     }
-    Ok(owner.owner_id)
+    Ok(owner)
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Merchant

@@ -18,10 +18,12 @@ use futures_util::{Stream, StreamExt as _, stream};
 use shipment_sdk::model::{ListenerDelivery, SigningKey};
 
 use super::ApiError;
-use super::extract::{API_KEY_HEADER, Merchant};
+use super::extract::{API_KEY_HEADER, authenticate_key};
 use super::openapi::Problems;
 use crate::app::auth::Session;
 use crate::app::{AppState, listen};
+use crate::domain::keys::KeyKind;
+use crate::webhooks::listeners::Credential;
 
 /// A comment is sent this often on a quiet stream, so proxies and the
 /// server's own idle time-out (60 s) see a live connection, and a listener
@@ -40,6 +42,8 @@ pub(super) fn router() -> Router<AppState> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Caller {
     merchant_id: i64,
+    /// The key or session; a stream lasts as long as it works.
+    credential: Credential,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller
@@ -49,17 +53,23 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let merchant_id = if parts.headers.contains_key(API_KEY_HEADER) {
-            Merchant::from_request_parts(parts, state).await?.id
+        let (merchant_id, credential) = if parts.headers.contains_key(API_KEY_HEADER) {
+            let owner =
+                authenticate_key(parts, &AppState::from_ref(state), KeyKind::Merchant).await?;
+            (owner.owner_id, Credential::ApiKey(owner.key_id))
         } else if parts.headers.contains_key(header::AUTHORIZATION) {
-            Session::from_request_parts(parts, state).await?.merchant_id
+            let session = Session::from_request_parts(parts, state).await?;
+            (session.merchant_id, Credential::Session(session.id))
         } else {
             return Err(ApiError::unauthenticated(
                 "send the merchant's API key (X-API-KEY) or a dashboard session \
                  (Authorization: Bearer ...)",
             ));
         };
-        Ok(Caller { merchant_id })
+        Ok(Caller {
+            merchant_id,
+            credential,
+        })
     }
 }
 
@@ -97,8 +107,11 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
                    the local POST. Nothing is kept for a listener that is not connected; one \
                    that reconnects with `Last-Event-ID` first gets the changes after that \
                    event from the last hour (at most 1,000). The stream ends when the server \
-                   stops, when the key is replaced, or when the listener falls 4,096 events \
-                   behind; reconnect. At most 16 listeners per merchant and server process \
+                   stops, when the listener signing key is replaced, or when the listener \
+                   falls 4,096 events behind (reconnect); and when the API key or session it \
+                   was opened with stops working (the key deleted, the session signed out or \
+                   expired): at once on the server process that revoked it, within 1 s on \
+                   every other (a reconnection is then 401). At most 16 listeners per merchant and server process \
                    (429).",
     params(("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0,
             description = "Resume after this event (the `id` of the last `delivery` event seen)")),
@@ -116,7 +129,7 @@ async fn listen(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = last_event_id(&headers)?;
-    let (key, feed) = listen::connect(&state, caller.merchant_id, after).await?;
+    let (key, feed) = listen::connect(&state, caller.merchant_id, caller.credential, after).await?;
     let ready = Event::default()
         .event("ready")
         .json_data(&key)

@@ -108,6 +108,18 @@ impl Store {
             .await?)
     }
 
+    /// Whether the session `id` still works: not signed out, not expired.
+    pub async fn session_is_live(&self, id: i64) -> Result<bool, StoreError> {
+        let sql = "SELECT id FROM sessions WHERE id = $1 AND expires_at > $2";
+        let found: Option<i64> = self
+            .query(sql)
+            .bind(id)
+            .bind(now())
+            .scalar_optional()
+            .await?;
+        Ok(found.is_some())
+    }
+
     /// Ends a session.
     pub async fn delete_session(&self, id: i64) -> Result<(), StoreError> {
         let sql = "DELETE FROM sessions WHERE id = $1";

@@ -33,6 +33,20 @@ pub(crate) enum News {
     /// The merchant's listener signing key was replaced: its listeners are
     /// disconnected, and sign with the new key once they reconnect.
     KeyRotated(i64),
+    /// A credential stopped working: the streams it opened end.
+    Revoked(Credential),
+}
+
+/// What a listener's stream was opened with. A stream lasts only as long
+/// as its credential: deleting the key or ending the session ends it, so a
+/// leaked key cannot go on reading every change (nor hold the merchant's
+/// listener slots) after it was revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A merchant API key (`X-API-KEY`), by its id.
+    ApiKey(i64),
+    /// A dashboard session (`Authorization: Bearer`), by its id.
+    Session(i64),
 }
 
 /// The listeners connected to this process. Cheap to clone.
@@ -95,6 +109,15 @@ impl Listeners {
         let _ = self.inner.news.send(News::KeyRotated(merchant_id));
     }
 
+    /// Ends the streams of this process that `credential` opened: called
+    /// after its deletion committed. Other processes notice by themselves
+    /// (`app::listen::RECHECK`).
+    pub fn revoked(&self, credential: Credential) {
+        if self.inner.news.receiver_count() > 0 {
+            let _ = self.inner.news.send(News::Revoked(credential));
+        }
+    }
+
     /// Ends every listener's stream (the server is stopping).
     pub fn close(&self) {
         self.inner.closed.send_replace(true);
@@ -106,9 +129,13 @@ impl Listeners {
         connected.get(&merchant_id).copied().unwrap_or(0)
     }
 
-    /// A new listener of the merchant, receiving every change published
-    /// from now on.
-    pub(crate) fn subscribe(&self, merchant_id: i64) -> Result<Subscription, TooManyListeners> {
+    /// A new listener of the merchant, opened with `credential`, receiving
+    /// every change published from now on.
+    pub(crate) fn subscribe(
+        &self,
+        merchant_id: i64,
+        credential: Credential,
+    ) -> Result<Subscription, TooManyListeners> {
         {
             let mut connected = self.lock();
             let n = connected.entry(merchant_id).or_default();
@@ -121,6 +148,7 @@ impl Listeners {
             news: self.inner.news.subscribe(),
             closed: self.inner.closed.subscribe(),
             merchant_id,
+            credential,
             hub: self.inner.clone(),
         })
     }
@@ -188,13 +216,15 @@ pub(crate) struct Subscription {
     news: broadcast::Receiver<News>,
     closed: watch::Receiver<bool>,
     merchant_id: i64,
+    credential: Credential,
     hub: Arc<Hub>,
 }
 
 impl Subscription {
     /// The next change of this listener's merchant; `None` when the stream
-    /// must end: the server is stopping, the key was replaced, or the
-    /// listener fell [`BUFFER`] events behind.
+    /// must end: the server is stopping, the listener signing key was
+    /// replaced, the stream's credential was revoked, or the listener fell
+    /// [`BUFFER`] events behind.
     pub async fn next(&mut self) -> Option<Arc<ListenerRow>> {
         loop {
             if *self.closed.borrow() {
@@ -207,6 +237,7 @@ impl Subscription {
             match news {
                 Ok(News::Change(row)) if row.merchant_id == self.merchant_id => return Some(row),
                 Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => return None,
+                Ok(News::Revoked(credential)) if credential == self.credential => return None,
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::info!(
@@ -255,9 +286,9 @@ mod tests {
     #[tokio::test]
     async fn each_listener_gets_every_change_of_its_merchant_only() {
         let hub = Listeners::new();
-        let mut a = hub.subscribe(1).unwrap();
-        let mut b = hub.subscribe(1).unwrap();
-        let mut other = hub.subscribe(2).unwrap();
+        let mut a = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
+        let mut b = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
+        let mut other = hub.subscribe(2, Credential::ApiKey(2)).unwrap();
         hub.publish([row(10, 1), row(11, 2), row(12, 1)]);
         for listener in [&mut a, &mut b] {
             assert_eq!(listener.next().await.unwrap().id, 10);
@@ -270,33 +301,52 @@ mod tests {
     async fn the_limit_per_merchant_counts_connected_listeners() {
         let hub = Listeners::new();
         let mut held: Vec<_> = (0..MAX_LISTENERS_PER_MERCHANT)
-            .map(|_| hub.subscribe(1).unwrap())
+            .map(|_| hub.subscribe(1, Credential::ApiKey(1)).unwrap())
             .collect();
-        assert!(hub.subscribe(1).is_err());
+        assert!(hub.subscribe(1, Credential::ApiKey(1)).is_err());
         assert!(
-            hub.subscribe(2).is_ok(),
+            hub.subscribe(2, Credential::ApiKey(2)).is_ok(),
             "another merchant has its own count"
         );
         held.pop();
         assert_eq!(hub.connected(1), MAX_LISTENERS_PER_MERCHANT - 1);
-        assert!(hub.subscribe(1).is_ok());
+        assert!(hub.subscribe(1, Credential::ApiKey(1)).is_ok());
     }
 
     #[tokio::test]
     async fn streams_end_on_close_on_rotation_and_when_behind() {
         let hub = Listeners::new();
-        let mut rotated = hub.subscribe(1).unwrap();
-        let mut untouched = hub.subscribe(2).unwrap();
+        let mut rotated = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
+        let mut untouched = hub.subscribe(2, Credential::ApiKey(2)).unwrap();
         hub.key_rotated(1);
         hub.publish([row(1, 2)]);
         assert!(rotated.next().await.is_none());
         assert_eq!(untouched.next().await.unwrap().id, 1);
 
-        let mut behind = hub.subscribe(3).unwrap();
+        let mut behind = hub.subscribe(3, Credential::ApiKey(3)).unwrap();
         hub.publish((0..=i64::try_from(BUFFER).unwrap()).map(|id| row(id, 3)));
         assert!(behind.next().await.is_none(), "a lagging listener is ended");
 
         hub.close();
         assert!(untouched.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_revoked_credential_ends_the_streams_it_opened_only() {
+        let hub = Listeners::new();
+        let mut by_key = hub.subscribe(1, Credential::ApiKey(5)).unwrap();
+        let mut by_other_key = hub.subscribe(1, Credential::ApiKey(6)).unwrap();
+        let mut by_session = hub.subscribe(1, Credential::Session(5)).unwrap();
+        hub.revoked(Credential::ApiKey(5));
+        hub.publish([row(1, 1)]);
+        assert!(by_key.next().await.is_none());
+        assert_eq!(by_other_key.next().await.unwrap().id, 1);
+        assert_eq!(
+            by_session.next().await.unwrap().id,
+            1,
+            "a session of the same id is another credential"
+        );
+        hub.revoked(Credential::Session(5));
+        assert!(by_session.next().await.is_none());
     }
 }

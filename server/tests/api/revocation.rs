@@ -1,6 +1,8 @@
 //! Revoking an API key while server processes remember verified keys
 //! (`app::key_cache`): the process that deleted the key refuses it at once,
-//! every other process sharing the database within a second.
+//! every other process sharing the database within a second. And the
+//! listener streams a credential opened end with it: a deleted key, a
+//! signed-out or expired session.
 
 use std::time::{Duration, Instant};
 
@@ -62,4 +64,193 @@ async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second
 shipment_testkit::db_tests!(
     db;
     a_key_deleted_through_one_process_is_refused_by_another_within_a_second,
+);
+
+/// How long a stream may outlive its credential in the process that
+/// revoked it (the bound), plus a margin for a loaded test machine.
+const HERE: Duration = Duration::from_millis(1_000 + 500);
+/// The same in another process: the key cache's window plus a second.
+const ELSEWHERE: Duration = Duration::from_millis(500 + 1_000 + 500);
+
+/// Waits for `stream` to end (within `bound`), and checks that it ended
+/// without an error event: the server closed it.
+async fn ends_within(stream: &mut shipment_sdk::ListenerStream, bound: Duration, what: &str) {
+    let started = Instant::now();
+    loop {
+        match tokio::time::timeout(bound.saturating_sub(started.elapsed()), stream.next()).await {
+            Err(_) => panic!("the listener stream outlived {what} by {bound:?}"),
+            Ok(None) => return,
+            // A change that was on its way is fine; the stream must still end.
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(e))) => panic!("the stream failed instead of ending: {e}"),
+        }
+    }
+}
+
+/// A change made now reaches `stream` (so it is still open and fed).
+async fn still_fed(
+    app: &TestApp,
+    f: &shipment_testkit::Fixture,
+    stream: &mut shipment_sdk::ListenerStream,
+) {
+    let code = app.create_default(f).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("a change within 10 s")
+            .expect("the stream stays open")
+            .expect("a well-formed change");
+        if event.delivery.shipment_code == code {
+            return;
+        }
+    }
+}
+
+async fn a_listener_stream_ends_when_its_key_is_deleted(db: Db) {
+    let Some(app) = TestApp::spawn(db).await else {
+        return;
+    };
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = app.login(&email, &password).await;
+    let (_, keys) = send(app.bearer(Method::GET, "/api-keys", &token)).await;
+    let id = keys["data"][0]["id"].as_i64().unwrap();
+    // Another key of the same merchant, whose stream must go on.
+    let (_, other) = send(
+        app.bearer(Method::POST, "/api-keys", &token)
+            .json(&serde_json::json!({"name": "kept"})),
+    )
+    .await;
+    let kept_key = other["key"].as_str().unwrap().to_owned();
+
+    let mut doomed = app.sdk(&f.key).listener().connect(None).await.unwrap();
+    let mut kept = app.sdk(&kept_key).listener().connect(None).await.unwrap();
+    still_fed(&app, &f, &mut doomed).await;
+
+    let (status, _) = send(app.bearer(Method::DELETE, &format!("/api-keys/{id}"), &token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    ends_within(&mut doomed, HERE, "its deleted key").await;
+    let with_kept_key = shipment_testkit::Fixture {
+        key: kept_key.clone(),
+        ..f.clone()
+    };
+    still_fed(&app, &with_kept_key, &mut kept).await;
+    let again = app.sdk(&f.key).listener().connect(None).await;
+    assert!(
+        again
+            .as_ref()
+            .is_err_and(shipment_sdk::Error::is_unauthenticated),
+        "{again:?}"
+    );
+    app.stop().await;
+}
+
+async fn a_listener_stream_ends_when_its_session_signs_out(db: Db) {
+    let Some(app) = TestApp::spawn(db).await else {
+        return;
+    };
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let signed_out = app.login(&email, &password).await;
+    let other = app.login(&email, &password).await;
+    let session = |token: &str| {
+        shipment_sdk::DashboardClient::builder()
+            .base_url(&app.base)
+            .token(token)
+            .unwrap()
+    };
+    let mut doomed = session(&signed_out).listener().connect(None).await.unwrap();
+    let mut kept = session(&other).listener().connect(None).await.unwrap();
+    still_fed(&app, &f, &mut doomed).await;
+
+    let (status, _) = send(app.bearer(Method::POST, "/auth/logout", &signed_out)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    ends_within(&mut doomed, HERE, "its signed-out session").await;
+    still_fed(&app, &f, &mut kept).await;
+    app.stop().await;
+}
+
+async fn a_listener_stream_ends_when_its_session_expires(db: Db) {
+    let Some(app) = TestApp::spawn(db).await else {
+        return;
+    };
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = app.login(&email, &password).await;
+    let dashboard = shipment_sdk::DashboardClient::builder()
+        .base_url(&app.base)
+        .token(&token)
+        .unwrap();
+    let mut stream = dashboard.listener().connect(None).await.unwrap();
+    still_fed(&app, &f, &mut stream).await;
+    let expires = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    crate::execute(&app.store, "UPDATE sessions SET expires_at = $1", expires).await;
+    let until_expiry = (expires - chrono::Utc::now()).to_std().unwrap_or_default();
+    ends_within(&mut stream, until_expiry + HERE, "its expired session").await;
+    app.stop().await;
+}
+
+/// PostgreSQL (one SQLite file has one server process): a stream held by
+/// one process ends when another process deletes its key or ends its
+/// session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_stream_on_another_process_ends_when_its_credential_is_revoked() {
+    let data_key = DataKey::generate().to_hex();
+    let key = data_key.clone();
+    let Some(a) = TestApp::spawn_with(Db::Postgres, move |c| c.data_key.data_key = Some(key)).await
+    else {
+        return;
+    };
+    let mut config = Config::local(&a.database_url);
+    config.data_key.data_key = Some(data_key);
+    let b = crate::OtherProcess::start(&config).await;
+
+    let f = a.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = a.login(&email, &password).await;
+    let listened = a.login(&email, &password).await;
+    let on_b = shipment_sdk::Client::builder()
+        .api_key(&f.key)
+        .base_url(&b.base)
+        .build()
+        .unwrap();
+    let session_on_b = shipment_sdk::DashboardClient::builder()
+        .base_url(&b.base)
+        .token(&listened)
+        .unwrap();
+    let mut by_key = on_b.listener().connect(None).await.unwrap();
+    let mut by_session = session_on_b.listener().connect(None).await.unwrap();
+    still_fed(&a, &f, &mut by_key).await;
+
+    let (_, keys) = send(a.bearer(Method::GET, "/api-keys", &token)).await;
+    let id = keys["data"][0]["id"].as_i64().unwrap();
+    let (status, _) = send(a.bearer(Method::DELETE, &format!("/api-keys/{id}"), &token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    ends_within(
+        &mut by_key,
+        ELSEWHERE,
+        "its key deleted through another process",
+    )
+    .await;
+
+    let (status, _) = send(a.bearer(Method::POST, "/auth/logout", &listened)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    ends_within(
+        &mut by_session,
+        ELSEWHERE,
+        "its session ended through another process",
+    )
+    .await;
+    b.stop().await;
+    a.stop().await;
+}
+
+shipment_testkit::db_tests!(
+    db;
+    a_listener_stream_ends_when_its_key_is_deleted,
+    a_listener_stream_ends_when_its_session_signs_out,
+    a_listener_stream_ends_when_its_session_expires,
 );
