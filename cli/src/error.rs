@@ -155,6 +155,10 @@ fn hint(e: &SdkError, status: Option<u16>, what: Surface) -> Option<String> {
              the production address as base-url) for an sk_live_ key, staging for sk_test_"
         }
         (None, _, SdkError::Config(_)) => "check the settings with `shipctl config show`",
+        (_, _, SdkError::Redirect { .. }) => {
+            "shipctl follows no redirects: set the base URL to the address the service names, \
+             with --base-url or `shipctl config set base-url`"
+        }
         _ => return None,
     };
     Some(hint.to_owned())
@@ -218,5 +222,30 @@ mod tests {
         );
         assert_eq!(f.code, USAGE);
         assert!(f.message.contains("nope"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_redirect_names_where_it_points_and_how_to_set_the_base_url() {
+        let f = Failure::sdk(
+            SdkError::Redirect {
+                status: 308,
+                location: Some("https://new.example.com/api/v1/shipments".into()),
+                request_id: None,
+            },
+            Surface::Shipments,
+        );
+        assert_eq!(f.code, FAILURE);
+        assert!(f.message.contains("308"), "{}", f.message);
+        assert!(
+            f.message
+                .contains("https://new.example.com/api/v1/shipments"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.hint.as_deref().unwrap().contains("base-url"),
+            "{:?}",
+            f.hint
+        );
     }
 }

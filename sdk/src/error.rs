@@ -45,9 +45,28 @@ pub enum Error {
     #[error("the shipment service did not answer in time")]
     Timeout(#[source] TransportError),
     /// Another network failure while sending or reading (connection reset,
-    /// truncated body).
+    /// truncated body). One that ended the connection before any answer
+    /// arrived is [retryable](Error::is_retryable).
     #[error("network error talking to the shipment service: {0}")]
     Transport(#[source] TransportError),
+    /// The service answered with a redirect (a 3xx status). The SDK follows
+    /// no redirect, so the API key, a password or a request body never
+    /// travels to another address: the base URL is wrong, and `location`
+    /// says where the service points instead.
+    #[error(
+        "the shipment service answered HTTP {status}, a redirect to {}; the SDK does not follow \
+         redirects: check the base URL",
+        .location.as_deref().unwrap_or("no address (the answer has no Location)")
+    )]
+    Redirect {
+        /// The HTTP status (301, 302, 303, 307, 308...).
+        status: u16,
+        /// The `Location` it names, as an absolute address when it is a
+        /// valid reference; `None` when the answer has none.
+        location: Option<String>,
+        /// The request id from `X-Request-Id`, if the answer had one.
+        request_id: Option<String>,
+    },
     /// A success answer whose body is not what the SDK expects.
     #[error("cannot read the service's answer (HTTP {status}, request id {}): {source}", .request_id.as_deref().unwrap_or("none"))]
     Decode {
@@ -116,11 +135,12 @@ impl From<InvalidIdempotencyKey> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The HTTP status, for an error answer or an unreadable success answer.
+    /// The HTTP status, for an error answer, a redirect or an unreadable
+    /// success answer.
     pub fn status(&self) -> Option<u16> {
         match self {
             Error::Api(e) => Some(e.status),
-            Error::Decode { status, .. } => Some(*status),
+            Error::Redirect { status, .. } | Error::Decode { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -205,17 +225,27 @@ impl Error {
     pub fn request_id(&self) -> Option<&str> {
         match self {
             Error::Api(e) => e.request_id.as_deref(),
-            Error::Decode { request_id, .. } => request_id.as_deref(),
+            Error::Redirect { request_id, .. } | Error::Decode { request_id, .. } => {
+                request_id.as_deref()
+            }
             _ => None,
         }
     }
 
     /// Whether sending the same request again later may succeed: connection
-    /// failures, time-outs, and the statuses 429, 502, 503 and 504. The
-    /// client already retried these as far as its settings allow.
+    /// failures, time-outs, a connection that ended before any answer
+    /// arrived (closed, reset), and the statuses 429, 502, 503 and 504.
+    ///
+    /// The client already retried these as far as its settings allow for
+    /// the calls that are safe to repeat: reads, and creates (they carry an
+    /// `Idempotency-Key`). Other changes (cancel, rate, sign-in...) are
+    /// never retried, since the service may have acted on the attempt
+    /// whose answer was lost: whether to send one again is the caller's
+    /// call.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Connect(_) | Error::Timeout(_) => true,
+            Error::Transport(e) => e.unanswered,
             Error::Api(e) => is_retryable_status(e.status),
             _ => false,
         }
@@ -310,25 +340,41 @@ impl std::error::Error for ApiError {}
 /// [`source`](std::error::Error::source), to the causes underneath (an I/O
 /// error, a TLS failure). The HTTP library itself stays out of the SDK's
 /// API, so it can be upgraded without breaking callers.
-pub struct TransportError(reqwest::Error);
+pub struct TransportError {
+    inner: reqwest::Error,
+    /// The connection ended before any answer arrived, so an idempotent
+    /// request may be sent again.
+    unanswered: bool,
+}
 
 impl TransportError {
     /// Wraps a failure of the HTTP stack. Addresses are dropped from its
     /// message: they carry no secret, but a query string might one day.
     pub(crate) fn new(e: reqwest::Error) -> TransportError {
-        TransportError(e.without_url())
+        TransportError {
+            inner: e.without_url(),
+            unanswered: false,
+        }
+    }
+
+    /// Wraps a connection that ended before any answer arrived.
+    pub(crate) fn unanswered(e: reqwest::Error) -> TransportError {
+        TransportError {
+            unanswered: true,
+            ..TransportError::new(e)
+        }
     }
 }
 
 impl fmt::Debug for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(&self.inner, f)
     }
 }
 
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
+        fmt::Display::fmt(&self.inner, f)
     }
 }
 
@@ -336,7 +382,7 @@ impl std::error::Error for TransportError {
     // Transparent: this error prints the HTTP stack's message, so its source
     // is that error's cause, and a chain printer shows each message once.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.0)
+        std::error::Error::source(&self.inner)
     }
 }
 

@@ -73,6 +73,11 @@ impl HttpOptions {
         reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .user_agent(user_agent)
+            // A redirect would carry the API key (reqwest strips only the
+            // standard credential headers across hosts), and a 307 or 308
+            // the password or the body, to wherever `Location` points. A
+            // 3xx is an `Error::Redirect` instead, naming it.
+            .redirect(reqwest::redirect::Policy::none())
     }
 }
 
@@ -116,7 +121,9 @@ impl Auth {
     }
 }
 
-/// Whether a call may be sent again after a retryable failure.
+/// Whether a call may be sent again after a retryable failure
+/// ([`Error::is_retryable`]): idempotent calls only, since the service may
+/// have acted on an attempt whose answer was lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Retry {
     /// Not safe to repeat (rate, cancel, sign-in...).
@@ -378,15 +385,19 @@ impl Transport {
             .request(call.method.clone(), self.url(call))
             .headers(headers)
             .header(header::ACCEPT, "text/event-stream");
-        let response = self.authorized(request).send().await.map_err(classify)?;
+        let response = self
+            .authorized(request)
+            .send()
+            .await
+            .map_err(classify_unanswered)?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Ok(response);
         }
-        let request_id = request_id_of(response.headers());
-        let retry_after = retry_after_of(response.headers());
+        let url = response.url().clone();
+        let headers = response.headers().clone();
         let body = response.bytes().await.map_err(classify)?;
-        Err(api_error(status, &body, request_id, retry_after))
+        Err(error_answer(status, &url, &headers, &body))
     }
 
     /// `request` with this transport's credential.
@@ -462,14 +473,14 @@ impl Transport {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let mut response = request.send().await.map_err(classify)?;
+        let mut response = request.send().await.map_err(classify_unanswered)?;
         let status = response.status().as_u16();
         span.record("status", status);
         let request_id = request_id_of(response.headers());
         if let Some(id) = &request_id {
             span.record("request_id", id.as_str());
         }
-        let retry_after = retry_after_of(response.headers());
+        let url = response.url().clone();
         let headers = std::mem::take(response.headers_mut());
         let body = response.bytes().await.map_err(classify)?.to_vec();
         if (200..300).contains(&status) {
@@ -480,7 +491,7 @@ impl Transport {
                 body,
             });
         }
-        Err(api_error(status, &body, request_id, retry_after))
+        Err(error_answer(status, &url, &headers, &body))
     }
 }
 
@@ -498,20 +509,31 @@ fn retry_after_of(headers: &header::HeaderMap) -> Option<Duration> {
         .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
 }
 
-/// The error of an answer that is not 2xx. A proxy's HTML error page is
-/// still an error of this status; only the problem fields are missing.
-fn api_error(
-    status: u16,
-    body: &[u8],
-    request_id: Option<String>,
-    retry_after: Option<Duration>,
-) -> Error {
+/// The error of an answer to a request to `url` that is not 2xx: a
+/// redirect for a 3xx (followed by nobody), else an API error. A proxy's
+/// HTML error page is still an error of its status; only the problem
+/// fields are missing.
+fn error_answer(status: u16, url: &Url, headers: &header::HeaderMap, body: &[u8]) -> Error {
+    let request_id = request_id_of(headers);
+    if (300..400).contains(&status) {
+        // The address it names in full, a relative reference resolved as a
+        // browser would, so the merchant sees which base URL to set.
+        let location = headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|raw| url.join(raw).map_or_else(|_| raw.to_owned(), String::from));
+        return Error::Redirect {
+            status,
+            location,
+            request_id,
+        };
+    }
     let problem = serde_json::from_slice::<Problem>(body).ok();
     Error::Api(Box::new(ApiError::new(
         status,
         problem,
         request_id,
-        retry_after,
+        retry_after_of(headers),
     )))
 }
 
@@ -526,6 +548,38 @@ pub(crate) fn classify(e: reqwest::Error) -> Error {
     } else {
         Error::Transport(e)
     }
+}
+
+/// Sorts the failures of sending a request, before any answer arrived:
+/// as [`classify`], and a connection that ended without an answer (closed,
+/// reset, an incomplete message) is marked [`retryable`](Error::is_retryable),
+/// like a 503.
+pub(crate) fn classify_unanswered(e: reqwest::Error) -> Error {
+    if e.is_timeout() || e.is_connect() || !connection_lost(&e) {
+        return classify(e);
+    }
+    Error::Transport(TransportError::unanswered(e))
+}
+
+/// Whether a cause of `e` is a connection that ended under the request:
+/// the peer closed it before the whole answer (hyper's incomplete message),
+/// hyper gave up on it (closed, canceled), or the network reset it.
+fn connection_lost(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    std::iter::successors(Some(e), |e| e.source()).any(|cause| {
+        if let Some(e) = cause.downcast_ref::<hyper::Error>() {
+            return e.is_incomplete_message() || e.is_closed() || e.is_canceled();
+        }
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            )
+        })
+    })
 }
 
 #[cfg(test)]

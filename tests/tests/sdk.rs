@@ -11,11 +11,13 @@ mod listing;
 mod redelivery;
 
 use chrono::Utc;
+use reqwest::{Method, StatusCode};
 use rust_decimal::Decimal;
+use serde_json::json;
 use shipment_sdk::Error;
 use shipment_sdk::model::ProblemCode;
 use shipment_sdk::model::{CreateShipment, MerchantId, Status};
-use shipment_testkit::{TestApp, db_tests};
+use shipment_testkit::{Fixture, TestApp, db_tests, send};
 
 fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
@@ -29,6 +31,11 @@ db_tests!(
     a_confirmation_code_is_needed_at_delivery,
     couriers_lists_the_linked_companies,
     the_servers_refusals_arrive_as_typed_errors,
+);
+
+db_tests!(
+    config = |c| c.test_controls = true;
+    a_dropped_connection_is_retried_when_the_call_is_idempotent,
 );
 
 async fn create_returns_the_full_shipment_and_get_reads_it_back(server: &TestApp) {
@@ -429,4 +436,73 @@ async fn the_servers_refusals_arrive_as_typed_errors(server: &TestApp) {
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::WrongEnvironment { .. }), "{err}");
+}
+
+/// Arms a test-control fault on `f`'s next matching requests.
+async fn arm(server: &TestApp, f: &Fixture, fault: serde_json::Value) {
+    let (status, body) = send(
+        server
+            .req(Method::POST, "/testing/faults", &f.key)
+            .json(&fault),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+async fn a_dropped_connection_is_retried_when_the_call_is_idempotent(server: &TestApp) {
+    let f = server.fixture().await;
+    let client = server.sdk(&f.key);
+    let drop = |method: &str, path: &str, times: u32| json!({"method": method, "path": path, "drop_connection": true, "times": times});
+
+    // A create whose connection the server closes without an answer (the
+    // request not run) is sent again with its key, and makes one shipment.
+    arm(server, &f, drop("POST", "/shipments", 1)).await;
+    let request = CreateShipment::new(f.courier_id.into()).description("dropped once");
+    let created = client.shipments().create(&request).send().await.unwrap();
+    assert!(!created.replayed, "made by this call");
+    assert_eq!(created.status, Status::AssignedToCourier);
+    assert_eq!(client.shipments().list().send().await.unwrap().total, 1);
+
+    // Reads too, as often as the retries allow (3 by default).
+    arm(server, &f, drop("GET", "/shipments/{code}", 2)).await;
+    let fetched = client.shipments().get(&created.code).await.unwrap();
+    assert_eq!(fetched.code, created.code);
+
+    // A key of the caller's that the service has seen: the retry after the
+    // drop is answered from the first create, and says so.
+    let first = client
+        .shipments()
+        .create(&request)
+        .idempotency_key("order-2001")
+        .send()
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    arm(server, &f, drop("POST", "/shipments", 1)).await;
+    let again = client
+        .shipments()
+        .create(&request)
+        .idempotency_key("order-2001")
+        .send()
+        .await
+        .unwrap();
+    assert!(again.replayed, "the caller's key was used before");
+    assert_eq!(again.code, first.code);
+    assert_eq!(client.shipments().list().send().await.unwrap().total, 2);
+
+    // A change without an idempotency key is not sent again: the one drop
+    // armed is its only attempt, and the shipment is untouched.
+    arm(server, &f, drop("POST", "/shipments/{code}/cancel", 1)).await;
+    let err = client.shipments().cancel(&created.code).await.unwrap_err();
+    assert!(matches!(err, Error::Transport(_)), "{err:?}");
+    assert!(
+        err.is_retryable(),
+        "safe to send again by the caller's judgement"
+    );
+    assert_eq!(
+        client.shipments().get(&created.code).await.unwrap().status,
+        Status::AssignedToCourier
+    );
+    let cancelled = client.shipments().cancel(&created.code).await.unwrap();
+    assert_eq!(cancelled.status, Status::Cancelled);
 }

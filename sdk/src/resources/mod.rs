@@ -41,6 +41,11 @@ pub struct Created<T> {
     /// `true` when the service answered with what an earlier request with
     /// the same `Idempotency-Key` and body created (the
     /// `Idempotent-Replayed: true` header); `false` when it was created now.
+    ///
+    /// Only a key of the caller's can replay an earlier request: with the
+    /// key the SDK generated for the call, a replay answers a retry of
+    /// this very call (the first attempt made the shipment, its answer was
+    /// lost), so it reads `false`.
     pub replayed: bool,
 }
 

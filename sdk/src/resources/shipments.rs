@@ -34,11 +34,12 @@ impl<'a> Shipments<'a> {
     /// then [`send`](CreateShipmentBuilder::send).
     ///
     /// Without a key of yours, the SDK generates one for the call and reuses
-    /// it on every retry, so a retried create never makes a second shipment.
-    /// Your own key (an order number, say) makes creation safe across
-    /// process restarts too; the answer's
-    /// [`replayed`](crate::resources::Created::replayed) then says whether
-    /// the shipment was made by an earlier request.
+    /// it on every retry, so a retried create never makes a second shipment
+    /// (and the answer reads as created, even when a retry was answered
+    /// from an attempt whose answer was lost). Your own key (an order
+    /// number, say) makes creation safe across process restarts too; the
+    /// answer's [`replayed`](crate::resources::Created::replayed) then says
+    /// whether the shipment was made by an earlier request.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
@@ -223,9 +224,13 @@ impl CreateShipmentBuilder<'_> {
         self
     }
 
-    /// Sends the create, retrying on connection failures, time-outs, 429,
-    /// 502, 503 and 504 with the same key, and returns the shipment with
-    /// whether the service [replayed](Created::replayed) an earlier create.
+    /// Sends the create, retrying on connection failures, time-outs, a
+    /// connection that ended before any answer, 429, 502, 503 and 504 with
+    /// the same key, and returns the shipment with whether the service
+    /// [replayed](Created::replayed) an earlier create. Without a key of
+    /// yours, `replayed` is always `false`: the generated key is this
+    /// call's alone, so a replay under it can only answer one of this
+    /// call's own attempts.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
@@ -247,9 +252,14 @@ impl CreateShipmentBuilder<'_> {
             .json(self.request)?
             .retry(Retry::WithIdempotencyKey(key.as_str().to_owned()));
         let reply = self.client.transport.reply::<Shipment>(call).await?;
-        let replayed = reply
-            .header(IDEMPOTENT_REPLAYED)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        // A key made here is this call's alone: a replay under it answers
+        // one of this call's own attempts (whose answer a dropped
+        // connection lost), so the shipment was made by this call. Only
+        // the caller's own key can have been used by an earlier one.
+        let replayed = self.idempotency_key.is_some()
+            && reply
+                .header(IDEMPOTENT_REPLAYED)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         Ok(Created::new(reply.value, replayed))
     }
 }

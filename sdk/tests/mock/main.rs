@@ -2,10 +2,12 @@
 //! do on demand: failures, retries, slow and broken answers.
 
 mod dashboard;
+mod drops;
 mod errors;
 mod helpers;
 mod listen;
 mod redelivery;
+mod redirects;
 mod retries;
 mod shipments;
 mod spans;
