@@ -90,7 +90,7 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<()
             Err(e) => Err(e),
         }
         .map_err(|e| credential.fail(e))?;
-        writeln!(out, "{}", key.signing_key.expose())?;
+        writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
         return Ok(());
     }
     if args.rotate_secret {
@@ -100,7 +100,7 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<()
             .map_err(|e| credential.fail(e))?;
         match &args.forward_to {
             None => {
-                writeln!(out, "{}", key.signing_key.expose())?;
+                writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
                 return Ok(());
             }
             Some(_) => note(format!(
@@ -194,7 +194,8 @@ fn announce(stream: &ListenerStream, target: &reqwest::Url, shown: &mut Option<S
     // record of deliveries.
     let _ = writeln!(
         anstream::stderr(),
-        "Ready! Forwarding to {target}. Signing key: {key}"
+        "Ready! Forwarding to {target}. Signing key: {}",
+        output::escape(key)
     );
     *shown = Some(key.to_owned());
 }
@@ -286,7 +287,8 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`
+/// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`,
+/// what the stream carried [escaped](output::escape).
 fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> {
     let status = line.status.as_deref().unwrap_or("?");
     let outcome = match (&line.response_status, &line.error) {
@@ -298,10 +300,10 @@ fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> 
         out,
         "{}  {}  v{:<3} {:<19} {}  {} ms",
         output::short_time(&line.time),
-        line.shipment_code,
+        output::escape(line.shipment_code),
         line.version,
-        status,
-        outcome,
+        output::escape(status),
+        output::escape(&outcome),
         line.duration_ms
     )
 }
