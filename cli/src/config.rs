@@ -230,10 +230,10 @@ fn key_at(text: &str, index: usize) -> (Option<String>, Option<String>) {
             let name = header.split(']').next().unwrap_or_default();
             return (key, shown_name(name));
         }
-        if key.is_none() {
-            if let Some((name, _)) = line.split_once('=') {
-                key = Some(shown_name(name).unwrap_or_else(|| "(not shown)".to_owned()));
-            }
+        if key.is_none()
+            && let Some((name, _)) = line.split_once('=')
+        {
+            key = Some(shown_name(name).unwrap_or_else(|| "(not shown)".to_owned()));
         }
     }
     (key, None)
