@@ -491,7 +491,8 @@ async fn listen_outlives_a_server_that_stops(db: Db) {
         listening.child.try_wait().unwrap().is_none(),
         "listen is still running: {notes:?}"
     );
-    assert!(notes[0].starts_with("The stream ended"), "{notes:?}");
+    // Ended by the shutdown (or cut by it, should it close the socket first).
+    assert!(notes[0].starts_with("The stream "), "{notes:?}");
     assert!(
         notes[1].starts_with("Cannot reach the service"),
         "{notes:?}"
