@@ -66,7 +66,8 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Prints a failure on stderr: `error: ...`, then `hint: ...`.
+/// Prints a failure on stderr: `error: ...`, then `hint: ...`, both
+/// [escaped](output::escape) (a message may quote the service).
 fn report(failure: &Failure) {
     if failure.message.is_empty() {
         return;
@@ -75,9 +76,13 @@ fn report(failure: &Failure) {
     let cyan = Style::new().bold().fg_color(Some(AnsiColor::Cyan.into()));
     let mut err = anstream::stderr().lock();
     // Nothing useful is left to do if stderr itself is gone.
-    let _ = writeln!(err, "{red}error:{red:#} {}", failure.message);
+    let _ = writeln!(
+        err,
+        "{red}error:{red:#} {}",
+        output::escape(&failure.message)
+    );
     if let Some(hint) = &failure.hint {
-        let _ = writeln!(err, "{cyan}hint:{cyan:#} {hint}");
+        let _ = writeln!(err, "{cyan}hint:{cyan:#} {}", output::escape(hint));
     }
 }
 
@@ -221,8 +226,11 @@ pub fn stdin_is_terminal() -> bool {
     io::stdin().is_terminal()
 }
 
-/// A note for the person at the terminal, on stderr (never on stdout).
+/// A note for the person at the terminal, on stderr (never on stdout),
+/// [escaped](output::escape) (a note may quote the service).
 pub fn note(message: impl std::fmt::Display) {
     let dim = Style::new().dimmed();
+    let message = message.to_string();
+    let message = output::escape(&message);
     let _ = writeln!(anstream::stderr(), "{dim}{message}{dim:#}");
 }

@@ -3,7 +3,13 @@
 //!
 //! Styles are always written; the `anstream` stream strips them unless
 //! stdout is a terminal and `NO_COLOR` is unset (or `--color always`).
+//!
+//! Text that comes from outside `shipctl` (the service's answers, the
+//! listener stream, a local app's errors) goes through [`escape`] on every
+//! human path: a service `shipctl` does not control must not be able to
+//! drive the merchant's terminal. JSON output keeps every string exact.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
@@ -33,18 +39,20 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// A plain cell.
+    /// A plain cell; control characters in `text` are [escaped](escape).
     pub fn plain(text: impl Into<String>) -> Cell {
-        Cell {
-            text: text.into(),
-            style: Style::new(),
-        }
+        Cell::styled(text, Style::new())
     }
 
-    /// A cell in `style`.
+    /// A cell in `style`; control characters in `text` are
+    /// [escaped](escape).
     pub fn styled(text: impl Into<String>, style: Style) -> Cell {
+        let text = text.into();
         Cell {
-            text: text.into(),
+            text: match escape(&text) {
+                Cow::Borrowed(_) => text,
+                Cow::Owned(escaped) => escaped,
+            },
             style,
         }
     }
@@ -56,6 +64,46 @@ impl Cell {
             None => Cell::styled("-", DIM),
         }
     }
+}
+
+/// Shows the control characters of `text` visibly, so that writing it to a
+/// terminal cannot move the cursor, clear the screen, set the window title
+/// or anything else a terminal obeys: every C0 character (below U+0020),
+/// DEL (U+007F) and every C1 character (U+0080 to U+009F, which some
+/// terminals obey as one-byte escape sequences) becomes its Rust escape,
+/// `\u{1b}`. Tab, newline and carriage return become `\t`, `\n` and
+/// `\r`: every field, table cell and message stays on its own line, so a
+/// service cannot forge a line of output either. Everything else
+/// (printable Unicode included) is kept as it is.
+///
+/// Every human output path uses it: table cells and detail views (through
+/// [`Cell`]), errors and hints, notes, `listen` lines, `doctor`. JSON output
+/// does not: it stays exact (see [`json`]).
+///
+/// ```
+/// use shipctl::output::escape;
+/// assert_eq!(escape("a\u{1b}[2Jb"), r"a\u{1b}[2Jb");
+/// assert_eq!(escape("Zürich → Köln"), "Zürich → Köln");
+/// ```
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    use std::fmt::Write as _;
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => shown.push_str(r"\t"),
+            '\n' => shown.push_str(r"\n"),
+            '\r' => shown.push_str(r"\r"),
+            // `char::is_control` is exactly C0, DEL and C1 (category Cc).
+            c if c.is_control() => {
+                let _ = write!(shown, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
 }
 
 const BOLD: Style = Style::new().bold();
@@ -291,15 +339,88 @@ pub fn detail(out: &mut dyn Write, fields: &[(&str, Cell)]) -> io::Result<()> {
 }
 
 /// Writes a value as an indented JSON document.
+///
+/// Strings are exact: a parser reads back what the service sent. DEL and
+/// the C1 characters, which JSON allows raw, are written as `\u007f` ...
+/// `\u009f` (as serde_json already writes C0), so JSON on a terminal
+/// cannot drive it either.
 pub fn json(out: &mut dyn Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value)?;
+    let formatter = TerminalSafe(serde_json::ser::PrettyFormatter::new());
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut *out, formatter,
+    ))?;
     writeln!(out)
 }
 
-/// Writes a value as compact JSON on one line.
+/// Writes a value as compact JSON on one line, strings exact as in
+/// [`json`].
 pub fn json_line(out: &mut dyn Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    compact(out, value)?;
     writeln!(out)
+}
+
+/// Writes a value as compact JSON, strings exact as in [`json`].
+fn compact(out: &mut dyn Write, value: &(impl Serialize + ?Sized)) -> io::Result<()> {
+    let formatter = TerminalSafe(serde_json::ser::CompactFormatter);
+    value.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))?;
+    Ok(())
+}
+
+/// A JSON formatter that also escapes DEL and C1 inside strings; the
+/// layout is `F`'s.
+struct TerminalSafe<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<F> {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, c)) = rest.char_indices().find(|(_, c)| c.is_control()) {
+            writer.write_all(&rest.as_bytes()[..at])?;
+            write!(writer, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    // The layout: every method `PrettyFormatter` has its own version of.
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_array(writer)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array(writer)
+    }
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array_value(writer)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object(writer)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object(writer)
+    }
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object_value(writer)
+    }
 }
 
 /// A list written one item at a time, never held in memory: a table with
@@ -347,7 +468,7 @@ impl<'a> Streamed<'a> {
                     write!(self.out, ",")?;
                 }
                 write!(self.out, "\n  ")?;
-                serde_json::to_writer(&mut *self.out, item)?;
+                compact(self.out, item)?;
             }
             Format::Ndjson => json_line(self.out, item)?,
         }
@@ -445,6 +566,91 @@ mod tests {
         let s = Streamed::start::<Pair>(&mut out, Format::Json, &[]).unwrap();
         assert_eq!(s.finish().unwrap(), 0);
         assert_eq!(String::from_utf8(out).unwrap(), "[]\n");
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped_and_the_rest_kept() {
+        let table: &[(&str, &str)] = &[
+            // Sets the window title (OSC ... BEL).
+            ("\u{1b}]0;title\u{7}", r"\u{1b}]0;title\u{7}"),
+            // Clears the screen (CSI 2 J).
+            ("\u{1b}[2J", r"\u{1b}[2J"),
+            // The one-byte C1 CSI, NEL and the last C1.
+            ("\u{9b}31m", r"\u{9b}31m"),
+            ("\u{85}", r"\u{85}"),
+            ("\u{9f}", r"\u{9f}"),
+            ("a\u{7f}b", r"a\u{7f}b"),
+            ("nul\u{0}", r"nul\u{0}"),
+            ("\u{1f}\u{8}", r"\u{1f}\u{8}"),
+            // A field stays on its line.
+            ("over\rwrite", r"over\rwrite"),
+            ("two\nlines", r"two\nlines"),
+            ("tab\there", r"tab\there"),
+            // Printable text is kept, from the space up, and after C1.
+            (" ~", " ~"),
+            ("\u{a0}", "\u{a0}"),
+            ("Zürich → 東京 🚚", "Zürich → 東京 🚚"),
+            (r"C:\path", r"C:\path"),
+            ("", ""),
+        ];
+        for (raw, shown) in table {
+            assert_eq!(escape(raw), *shown, "{raw:?}");
+            assert!(!escape(raw).chars().any(char::is_control), "{raw:?}");
+        }
+        // Text without control characters is not copied.
+        assert!(matches!(escape("SHP-7K3M-Q9ZX"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn cells_are_escaped_and_columns_aligned_on_what_is_shown() {
+        #[derive(Serialize)]
+        struct Raw(String, &'static str);
+        impl Tabular for Raw {
+            const HEADERS: &'static [&'static str] = &["A", "B"];
+            fn cells(&self) -> Vec<Cell> {
+                vec![Cell::plain(self.0.clone()), Cell::plain(self.1)]
+            }
+        }
+        let mut out = Vec::new();
+        list(
+            &mut out,
+            Format::Table,
+            &[Raw("x\u{1b}[2J".into(), "y"), Raw("z".into(), "w")],
+        )
+        .unwrap();
+        // Only the headers' own styles are escape sequences.
+        assert_eq!(
+            strip(&out),
+            "A           B\nx\\u{1b}[2J  y\nz           w\n"
+        );
+        assert!(!String::from_utf8(out).unwrap().contains("\u{1b}[2J"));
+    }
+
+    #[test]
+    fn json_strings_stay_exact_and_carry_no_raw_control_character() {
+        let text = "a\u{1b}[2J\u{7}\u{7f}\u{9b}\u{85}é\n";
+        for format in [Format::Json, Format::Ndjson] {
+            let mut out = Vec::new();
+            one(&mut out, format, &Pair(text, "b")).unwrap();
+            let written = String::from_utf8(out).unwrap();
+            // Only the layout's newlines are raw.
+            assert!(
+                !written.chars().any(|c| c.is_control() && c != '\n'),
+                "{written:?}"
+            );
+            assert!(written.contains(r"\u007f\u009b\u0085é"), "{written:?}");
+            let back: (String, String) = serde_json::from_str(&written).unwrap();
+            assert_eq!(back.0, text);
+        }
+        // A streamed list too.
+        let mut out = Vec::new();
+        let mut s = Streamed::start::<Pair>(&mut out, Format::Json, &[]).unwrap();
+        s.push(&Pair(text, "b")).unwrap();
+        s.finish().unwrap();
+        let written = String::from_utf8(out).unwrap();
+        assert!(!written.contains('\u{9b}'), "{written:?}");
+        let back: Vec<(String, String)> = serde_json::from_str(&written).unwrap();
+        assert_eq!(back[0].0, text);
     }
 
     #[test]

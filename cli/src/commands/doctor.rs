@@ -498,13 +498,16 @@ fn print(out: &mut dyn Write, format: Format, checks: &[Check]) -> io::Result<()
                     (false, false) => ("✗", red),
                     (false, true) => ("-", dim),
                 };
+                // Details quote the service (its refusals, webhook URLs and
+                // their last errors).
                 writeln!(
                     out,
                     "{style}{mark}{style:#} {:<width$}  {}",
-                    check.name, check.detail
+                    output::escape(&check.name),
+                    output::escape(&check.detail)
                 )?;
                 if let Some(fix) = &check.fix {
-                    writeln!(out, "  {cyan}→ fix:{cyan:#} {fix}")?;
+                    writeln!(out, "  {cyan}→ fix:{cyan:#} {}", output::escape(fix))?;
                 }
             }
             Ok(())

@@ -21,10 +21,16 @@ use crate::error::{FAILURE, Failure, Surface, root_cause};
 use crate::output::{self, Format};
 use crate::{Ctx, USER_AGENT, note};
 
-/// First pause before reconnecting; doubled after each failed attempt.
+/// First pause before reconnecting; doubled after each attempt that did
+/// not give a healthy stream.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest pause between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A stream that stayed open this long, or brought a delivery, was
+/// healthy: the pause starts again from [`FIRST_BACKOFF`]. Its `ready`
+/// event alone does not count, or a service that ends every stream right
+/// after it would be reconnected to in a tight loop.
+const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 
 /// The credential the stream is opened with: the API key if the profile
 /// has one, else the dashboard session (both see the same merchant).
@@ -75,6 +81,9 @@ struct Forwarded<'a> {
     /// Why the local POST failed: no connection, a time-out, or a status
     /// of 400 or more.
     error: Option<String>,
+    /// Where a redirect (3xx) of the local app pointed: shown, never
+    /// followed (the body and signature go to `--forward-to` only).
+    location: Option<String>,
     duration_ms: u64,
 }
 
@@ -90,7 +99,7 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<()
             Err(e) => Err(e),
         }
         .map_err(|e| credential.fail(e))?;
-        writeln!(out, "{}", key.signing_key.expose())?;
+        writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
         return Ok(());
     }
     if args.rotate_secret {
@@ -100,7 +109,7 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<()
             .map_err(|e| credential.fail(e))?;
         match &args.forward_to {
             None => {
-                writeln!(out, "{}", key.signing_key.expose())?;
+                writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
                 return Ok(());
             }
             Some(_) => note(format!(
@@ -143,8 +152,9 @@ fn local_url(raw: &str) -> Result<reqwest::Url, Failure> {
 }
 
 /// Connects, forwards every delivery, and reconnects when the stream ends
-/// or breaks; returns only on an error that reconnecting cannot fix (the
-/// credential refused, the route missing).
+/// or breaks, after a pause that doubles while streams stay unhealthy;
+/// returns only on an error that reconnecting cannot fix (the credential
+/// refused, the route missing).
 async fn forward(
     credential: &Credential,
     http: &reqwest::Client,
@@ -157,27 +167,46 @@ async fn forward(
     let mut key_shown: Option<String> = None;
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let mut stream = match listener.connect(last_event_id).await {
-            Ok(stream) => stream,
-            Err(e) if e.is_retryable() => {
-                note(format!(
-                    "Cannot reach the service ({e}); trying again in {} s",
-                    backoff.as_secs()
-                ));
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                continue;
+        let why = match listener.connect(last_event_id).await {
+            Ok(mut stream) => {
+                announce(&stream, target, &mut key_shown);
+                let opened = Instant::now();
+                let relayed = relay(&mut stream, http, target, format, out).await?;
+                last_event_id = stream.last_event_id().or(last_event_id);
+                // The connection closes now, not after the pause.
+                drop(stream);
+                if relayed.delivered > 0 || opened.elapsed() >= HEALTHY_AFTER {
+                    backoff = FIRST_BACKOFF;
+                }
+                match relayed.broke {
+                    None => "The stream ended".to_owned(),
+                    Some(e) => format!("The stream broke off ({e})"),
+                }
             }
+            Err(e) if reconnectable(&e) => format!("Cannot reach the service ({e})"),
             Err(e) => return Err(credential.fail(e)),
         };
-        backoff = FIRST_BACKOFF;
-        announce(&stream, target, &mut key_shown);
-        let ended = relay(&mut stream, http, target, format, out).await?;
-        last_event_id = stream.last_event_id().or(last_event_id);
-        match ended {
-            None => note("The stream ended; reconnecting"),
-            Some(e) => note(format!("The stream broke off ({e}); reconnecting")),
-        }
+        note(format!("{why}; reconnecting in {} s", backoff.as_secs()));
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Whether connecting again later may work: anything on the way (no
+/// connection, a connection closed before or while answering, a time-out,
+/// a stream not as expected), throttling and the service's own failures
+/// (5xx). A refusal of the credential or the request (401, 403, 404, other
+/// 4xx) and a wrong setting are final.
+fn reconnectable(e: &shipment_sdk::Error) -> bool {
+    use shipment_sdk::Error;
+    match e {
+        Error::Api(api) => e.is_retryable() || api.status >= 500,
+        Error::Connect(_)
+        | Error::Timeout(_)
+        | Error::Transport(_)
+        | Error::Stream(_)
+        | Error::Decode { .. } => true,
+        _ => false,
     }
 }
 
@@ -194,25 +223,39 @@ fn announce(stream: &ListenerStream, target: &reqwest::Url, shown: &mut Option<S
     // record of deliveries.
     let _ = writeln!(
         anstream::stderr(),
-        "Ready! Forwarding to {target}. Signing key: {key}"
+        "Ready! Forwarding to {target}. Signing key: {}",
+        output::escape(key)
     );
     *shown = Some(key.to_owned());
 }
 
-/// Forwards deliveries until the stream ends (`None`) or breaks (the
-/// error, to show before reconnecting).
+/// How a stream went: deliveries forwarded, and the error it broke off
+/// with (`None`: it ended).
+struct Relayed {
+    delivered: u64,
+    broke: Option<shipment_sdk::Error>,
+}
+
+/// Forwards deliveries until the stream ends or breaks.
 async fn relay(
     stream: &mut ListenerStream,
     http: &reqwest::Client,
     target: &reqwest::Url,
     format: Format,
     out: &mut dyn Write,
-) -> Result<Option<shipment_sdk::Error>, Failure> {
+) -> Result<Relayed, Failure> {
+    let mut delivered = 0;
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
-            Err(e) => return Ok(Some(e)),
+            Err(e) => {
+                return Ok(Relayed {
+                    delivered,
+                    broke: Some(e),
+                });
+            }
         };
+        delivered += 1;
         let line = post(http, target, &event.delivery).await;
         match format {
             Format::Table => table_line(out, &line)?,
@@ -220,7 +263,10 @@ async fn relay(
         }
         out.flush()?;
     }
-    Ok(None)
+    Ok(Relayed {
+        delivered,
+        broke: None,
+    })
 }
 
 /// POSTs one delivery to the local app, byte for byte, and says how it went.
@@ -239,8 +285,21 @@ async fn post<'a>(
         .send()
         .await;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut location = None;
     let (response_status, error) = match sent {
+        // Below 400 is delivered, as the service counts a webhook's answer.
         Ok(response) if response.status().as_u16() < 400 => {
+            if response.status().is_redirection() {
+                location = Some(
+                    response
+                        .headers()
+                        .get(reqwest::header::LOCATION)
+                        .map_or_else(
+                            || "nowhere (no Location)".to_owned(),
+                            |l| String::from_utf8_lossy(l.as_bytes()).into_owned(),
+                        ),
+                );
+            }
             (Some(response.status().as_u16()), None)
         }
         Ok(response) => {
@@ -260,6 +319,7 @@ async fn post<'a>(
         status: shipment_status(&delivery.body),
         response_status,
         error,
+        location,
         duration_ms,
     }
 }
@@ -286,22 +346,24 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`
+/// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`,
+/// what the stream carried [escaped](output::escape).
 fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> {
     let status = line.status.as_deref().unwrap_or("?");
-    let outcome = match (&line.response_status, &line.error) {
-        (Some(code), None) => format!("-> {code}"),
-        (_, Some(error)) => format!("-> {error}"),
-        (None, None) => "->".to_owned(),
+    let outcome = match (&line.response_status, &line.error, &line.location) {
+        (Some(code), None, Some(to)) => format!("-> {code}, a redirect to {to} (not followed)"),
+        (Some(code), None, None) => format!("-> {code}"),
+        (_, Some(error), _) => format!("-> {error}"),
+        (None, None, _) => "->".to_owned(),
     };
     writeln!(
         out,
         "{}  {}  v{:<3} {:<19} {}  {} ms",
         output::short_time(&line.time),
-        line.shipment_code,
+        output::escape(line.shipment_code),
         line.version,
-        status,
-        outcome,
+        output::escape(status),
+        output::escape(&outcome),
         line.duration_ms
     )
 }
@@ -334,6 +396,7 @@ mod tests {
             status: shipment_status(r#"{"status":"delivered","code":"SHP-7K3M-Q9ZX"}"#),
             response_status: Some(200),
             error: None,
+            location: None,
             duration_ms: 12,
         };
         let mut out = Vec::new();

@@ -242,10 +242,10 @@ fn change_line(out: &mut dyn Write, s: &Shipment) -> io::Result<()> {
         output::short_time(&s.updated_at),
         s.code,
         s.version,
-        s.status.as_str()
+        output::escape(s.status.as_str())
     )?;
     match (&s.status, s.assigned_driver_id, &s.failure_reason) {
-        (Status::Failed, _, Some(reason)) => write!(out, "  {reason}")?,
+        (Status::Failed, _, Some(reason)) => write!(out, "  {}", output::escape(reason))?,
         (Status::AssignedToDriver | Status::InTransit, Some(driver), _) => {
             write!(out, "  driver {driver}")?;
         }

@@ -128,3 +128,110 @@ fn a_broken_file_says_where_it_is() {
     let run = shipctl.run(&["config", "show"]).expect_code(2);
     assert!(run.stderr.contains("config.toml is not valid"), "{run}");
 }
+
+/// A key in a file with a mistake on its line: what a message must never
+/// show.
+const SECRET: &str = "sk_test_LEAKME0123456789abcdefghijABCD";
+
+/// Every way `config.toml` can be broken on the line of a key says the
+/// file, the line, the column and the key's name, and never the value:
+/// from `config show`, an online command and `doctor`.
+#[test]
+fn a_broken_configuration_file_names_the_key_but_never_shows_its_value() {
+    let cases = [
+        // A syntax error after the value, on its line.
+        (
+            format!("[profiles.default]\napi_key = \"{SECRET}\" trailing\n"),
+            "line 2",
+            "api_key",
+        ),
+        // A string not closed.
+        (
+            format!("[profiles.default]\nemail = \"a@example.com\"\napi_key = \"{SECRET}\n"),
+            "line 3",
+            "api_key",
+        ),
+        // The wrong type: the message of the parser quotes the value.
+        (
+            "[profiles.default]\napi_key = 4242424242424242\n".to_owned(),
+            "line 2",
+            "api_key",
+        ),
+        (
+            format!("[profiles.default]\napi_key = [\"{SECRET}\"]\n"),
+            "line 2",
+            "api_key",
+        ),
+        // A misspelt key.
+        (
+            format!("[profiles.default]\napi_kye = \"{SECRET}\"\n"),
+            "line 2",
+            "api_kye",
+        ),
+    ];
+    for (text, line, key) in cases {
+        let shipctl = Shipctl::new();
+        std::fs::create_dir_all(shipctl.config_dir()).unwrap();
+        let file = shipctl.config_dir().join("config.toml");
+        std::fs::write(&file, &text).unwrap();
+        for args in [&["config", "show"][..], &["couriers", "list"]] {
+            let run = shipctl.run(args).expect_code(2);
+            for leak in [SECRET, "LEAKME", "4242424242424242"] {
+                assert!(!run.stderr.contains(leak), "{text}\n{run}");
+            }
+            assert!(
+                run.stderr.contains(&format!("{}", file.display())),
+                "{text}\n{run}"
+            );
+            assert!(run.stderr.contains(line), "{text}\n{run}");
+            assert!(run.stderr.contains("column "), "{text}\n{run}");
+            assert!(run.stderr.contains(&format!("`{key}`")), "{text}\n{run}");
+        }
+        let run = shipctl.run(&["doctor"]).expect_code(1);
+        for leak in [SECRET, "LEAKME", "4242424242424242"] {
+            assert!(!run.stdout.contains(leak), "{text}\n{run}");
+            assert!(!run.stderr.contains(leak), "{text}\n{run}");
+        }
+        assert!(run.stdout.contains(line), "{text}\n{run}");
+    }
+}
+
+/// The same for a dashboard session file: its token is never shown.
+#[test]
+fn a_broken_session_file_never_shows_the_token() {
+    const TOKEN: &str = "LEAKMEtoken0123456789abcdefghijAB";
+    let cases = [
+        format!(
+            "base_url = \"http://127.0.0.1:9/api/v1\"\nemail = \"a@example.com\"\n\
+             token = \"{TOKEN}\" x\nexpires_at = \"2099-01-01T00:00:00Z\"\n"
+        ),
+        format!(
+            "base_url = \"http://127.0.0.1:9/api/v1\"\nemail = \"a@example.com\"\n\
+             token = [\"{TOKEN}\"]\nexpires_at = \"2099-01-01T00:00:00Z\"\n"
+        ),
+        format!(
+            "base_url = \"http://127.0.0.1:9/api/v1\"\nemail = \"a@example.com\"\n\
+             token = \"{TOKEN}\"\nexpires_at = \"{TOKEN}\"\n"
+        ),
+    ];
+    for text in cases {
+        let shipctl = Shipctl::new().env("SHIPCTL_BASE_URL", "http://127.0.0.1:9/api/v1");
+        let sessions = shipctl.config_dir().join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        std::fs::write(sessions.join("default.toml"), &text).unwrap();
+        let run = shipctl.run(&["keys", "list"]).expect_code(1);
+        assert!(!run.stderr.contains("LEAKME"), "{text}\n{run}");
+        assert!(run.stderr.contains("default.toml"), "{text}\n{run}");
+        assert!(
+            run.stderr.contains("line 3") || run.stderr.contains("line 4"),
+            "{text}\n{run}"
+        );
+        assert!(
+            run.stderr.contains("`token`") || run.stderr.contains("`expires_at`"),
+            "{text}\n{run}"
+        );
+        let run = shipctl.run(&["doctor"]).expect_code(1);
+        assert!(!run.stdout.contains("LEAKME"), "{text}\n{run}");
+        assert!(!run.stderr.contains("LEAKME"), "{text}\n{run}");
+    }
+}

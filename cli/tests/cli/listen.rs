@@ -3,19 +3,22 @@
 //! forwarding each change to a local plain-HTTP receiver, which verifies
 //! every body with `webhook-verify` and the key `shipctl` printed.
 
-use std::io::{BufRead as _, BufReader, Read};
+use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::net::TcpStream;
 use std::process::Child;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use shipment_testkit::{TestApp, db_tests};
+use shipment_testkit::{Db, TestApp, db_tests};
 
 use crate::helpers::Shipctl;
 use crate::snapshot;
+use crate::terminal::{HOSTILE, SHOWN};
 
 db_tests!(
     config = |c| c.webhooks.allow_private_webhook_targets = false;
@@ -23,7 +26,10 @@ db_tests!(
     a_local_app_that_is_down_or_failing_is_shown_not_fatal,
     the_listener_key_is_printed_and_replaced_on_request,
     listen_reconnects_when_the_stream_ends,
+    a_key_revoked_while_listening_ends_listen_with_exit_3,
 );
+
+db_tests!(db; listen_outlives_a_server_that_stops);
 
 /// What the local app received.
 #[derive(Clone, Debug)]
@@ -35,8 +41,17 @@ struct Got {
 /// A plain-HTTP local app on a free port that answers `status`; returns its
 /// URL and what it receives.
 async fn local_app(status: StatusCode) -> (String, mpsc::Receiver<Got>) {
+    local_app_with(status, &[]).await
+}
+
+/// [`local_app`], answering with `headers` too.
+async fn local_app_with(
+    status: StatusCode,
+    headers: &[(&'static str, String)],
+) -> (String, mpsc::Receiver<Got>) {
     let (tx, rx) = mpsc::channel();
     let tx = Arc::new(Mutex::new(tx));
+    let answer: Vec<(&'static str, String)> = headers.to_vec();
     let app = Router::new()
         .route(
             "/webhooks",
@@ -48,7 +63,12 @@ async fn local_app(status: StatusCode) -> (String, mpsc::Receiver<Got>) {
                         headers,
                         body: body.to_vec(),
                     });
-                    status
+                    let mut response = axum::response::Response::new(axum::body::Body::empty());
+                    *response.status_mut() = status;
+                    for (name, value) in answer {
+                        response.headers_mut().insert(name, value.parse().unwrap());
+                    }
+                    response
                 },
             ),
         )
@@ -66,6 +86,16 @@ struct Listening {
     child: Child,
     stdout: mpsc::Receiver<String>,
     stderr: mpsc::Receiver<String>,
+}
+
+/// A test that fails does not leave `listen` running.
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn lines(from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
@@ -126,6 +156,26 @@ impl Listening {
         self.stdout
             .recv_timeout(Duration::from_secs(20))
             .expect("a line per delivery")
+    }
+
+    /// Waits (at most 20 s) for `listen` to end by itself; the exit code
+    /// and every line on stderr after the ready line.
+    fn wait_for_exit(mut self) -> (Option<i32>, Vec<String>) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = self.child.kill();
+                panic!(
+                    "listen did not end: {:?}",
+                    self.stderr.try_iter().collect::<Vec<_>>()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (status.code(), self.stderr.iter().collect())
     }
 
     /// Ctrl-C, and the exit code.
@@ -350,7 +400,7 @@ async fn listen_reconnects_when_the_stream_ends(server: &TestApp) {
     assert_ne!(new_key, old_key);
     let (shown, notes) = tokio::task::block_in_place(|| listening.ready_after());
     assert_eq!(shown, new_key);
-    assert_eq!(notes, ["The stream ended; reconnecting"]);
+    assert_eq!(notes, ["The stream ended; reconnecting in 1 s"]);
 
     server.create_default(&f).await;
     let got =
@@ -362,4 +412,389 @@ async fn listen_reconnects_when_the_stream_ends(server: &TestApp) {
     );
     let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
     assert_eq!(code, Some(0));
+}
+
+/// The listener key rotated by the session ends the stream of a key that
+/// was deleted meanwhile: the reconnection is refused (401), and `listen`
+/// ends with exit code 3 and the usual hint, instead of retrying.
+async fn a_key_revoked_while_listening_ends_listen_with_exit_3(server: &TestApp) {
+    let f = server.fixture_with_login().await;
+    let (url, _received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_for(server, &f.key);
+    let listening = tokio::task::block_in_place(|| {
+        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
+        l.ready();
+        l
+    });
+    let (email, password) = f.credentials();
+    let token = server.login(&email, &password).await;
+    let (status, keys) =
+        shipment_testkit::send(server.bearer(reqwest::Method::GET, "/api-keys", &token)).await;
+    assert_eq!(status, 200, "{keys}");
+    let last4 = &f.key[f.key.len() - 4..];
+    let keys = keys["data"].as_array().unwrap();
+    let id = keys
+        .iter()
+        .find(|k| k["last4"] == last4)
+        .unwrap_or_else(|| panic!("the fixture's key in {keys:?}"))["id"]
+        .to_string();
+    let (status, _) = shipment_testkit::send(server.bearer(
+        reqwest::Method::DELETE,
+        &format!("/api-keys/{id}"),
+        &token,
+    ))
+    .await;
+    assert_eq!(status, 204);
+    // Ends every listener's stream (if the deletion did not already).
+    let (status, _) = shipment_testkit::send(server.bearer(
+        reqwest::Method::POST,
+        "/webhooks/listener-signing-key",
+        &token,
+    ))
+    .await;
+    assert!(status.is_success(), "{status}");
+
+    let (code, stderr) = tokio::task::block_in_place(|| listening.wait_for_exit());
+    assert_eq!(code, Some(3), "{stderr:?}");
+    let text = stderr.join("\n");
+    assert!(text.contains("error: "), "{text}");
+    assert!(text.contains("HTTP 401"), "{text}");
+    assert!(text.contains("hint: the API key was refused"), "{text}");
+}
+
+/// A server that shuts down ends its streams cleanly: `listen` keeps
+/// trying, with back-off, instead of ending with "error sending request".
+async fn listen_outlives_a_server_that_stops(db: Db) {
+    let Some(server) = TestApp::spawn(db).await else {
+        return;
+    };
+    let f = server.fixture().await;
+    let (url, _received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_for(&server, &f.key);
+    let mut listening = tokio::task::block_in_place(|| {
+        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
+        l.ready();
+        l
+    });
+    server.stop().await;
+    let notes: Vec<String> = tokio::task::block_in_place(|| {
+        (0..2)
+            .map(|_| {
+                listening
+                    .stderr
+                    .recv_timeout(Duration::from_secs(20))
+                    .expect("a note per attempt")
+            })
+            .collect()
+    });
+    assert!(
+        listening.child.try_wait().unwrap().is_none(),
+        "listen is still running: {notes:?}"
+    );
+    // Ended by the shutdown (or cut by it, should it close the socket first).
+    assert!(notes[0].starts_with("The stream "), "{notes:?}");
+    assert!(
+        notes[1].starts_with("Cannot reach the service"),
+        "{notes:?}"
+    );
+    assert!(notes[1].ends_with("reconnecting in 2 s"), "{notes:?}");
+    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    assert_eq!(code, Some(0));
+}
+
+/// A stand-in for the listener stream on a free port: the `n`-th
+/// connection (from 0) is answered by `serve(n, connection)` (usually
+/// with [`event_stream`]) once its request is read; it closes when `serve`
+/// returns. Returns the base URL and the number of connections so far.
+fn stand_in(
+    serve: impl Fn(usize, &mut TcpStream) + Send + Sync + 'static,
+) -> (String, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let serve = Arc::new(serve);
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            let serve = serve.clone();
+            std::thread::spawn(move || {
+                let mut request = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while request.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                serve(n, &mut stream);
+            });
+        }
+    });
+    (format!("http://{addr}/api/v1"), count)
+}
+
+/// Answers with an event stream that starts with `text`.
+fn event_stream(stream: &mut TcpStream, text: &str) -> std::io::Result<()> {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                connection: close\r\n\r\n";
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(text.as_bytes())
+}
+
+fn ready_event(key: &str) -> String {
+    format!(
+        "event: ready\ndata: {{\"signing_key\":{},\"created_at\":\"2026-11-24T09:00:00Z\"}}\n\n",
+        serde_json::to_string(key).unwrap()
+    )
+}
+
+const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
+
+fn shipctl_at(base: &str) -> Shipctl {
+    Shipctl::new()
+        .env("SHIPCTL_BASE_URL", base)
+        .env("SHIPCTL_API_KEY", "sk_test_0123456789abcdefghijABCDEFGHIJ")
+}
+
+/// A stream that ends right after `ready` is reconnected after a pause
+/// that grows (1 s, 2 s, 4 s ...), not at once: before, 827 connections in
+/// 4 s. `ready` alone does not make a stream healthy.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_that_ends_at_once_is_reconnected_with_back_off() {
+    let (base, connections) = stand_in(|_, stream| {
+        let _ = event_stream(stream, &ready_event(STAND_IN_KEY));
+    });
+    let (url, _received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_at(&base);
+    let listening = tokio::task::block_in_place(|| {
+        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
+        l.ready();
+        l
+    });
+    // Connections at about 0, 1, 3 and 7 s.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let made = connections.load(Ordering::SeqCst);
+    let (code, stderr) = tokio::task::block_in_place(|| listening.interrupt());
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert!((2..=4).contains(&made), "{made} connections in 4 s");
+    let notes: Vec<&String> = stderr
+        .iter()
+        .filter(|l| l.starts_with("The stream ended"))
+        .collect();
+    assert_eq!(
+        notes.first().map(|s| s.as_str()),
+        Some("The stream ended; reconnecting in 1 s"),
+        "{stderr:?}"
+    );
+    assert_eq!(
+        notes.get(1).map(|s| s.as_str()),
+        Some("The stream ended; reconnecting in 2 s"),
+        "{stderr:?}"
+    );
+}
+
+/// A stream that ends, then a service that closes the next connection
+/// without answering (as one shutting down does): `listen` tries again
+/// (before, it ended with "error sending request").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_closed_without_an_answer_is_tried_again() {
+    let (base, connections) = stand_in(|n, stream| match n {
+        0 => {
+            let _ = event_stream(stream, &ready_event(STAND_IN_KEY));
+        }
+        1 => {}
+        _ => {
+            let _ = event_stream(stream, &ready_event(STAND_IN_KEY));
+            std::thread::sleep(Duration::from_secs(30));
+        }
+    });
+    let (url, _received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_at(&base);
+    let listening = tokio::task::block_in_place(|| {
+        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
+        l.ready();
+        l
+    });
+    let notes: Vec<String> = tokio::task::block_in_place(|| {
+        (0..3)
+            .map(|_| {
+                listening
+                    .stderr
+                    .recv_timeout(Duration::from_secs(20))
+                    .expect("notes until it is connected again")
+            })
+            .collect()
+    });
+    assert_eq!(
+        notes[0], "The stream ended; reconnecting in 1 s",
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].starts_with("Cannot reach the service"),
+        "{notes:?}"
+    );
+    assert!(notes[1].ends_with("; reconnecting in 2 s"), "{notes:?}");
+    assert_eq!(notes[2], "Reconnected", "{notes:?}");
+    assert_eq!(connections.load(Ordering::SeqCst), 3);
+    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    assert_eq!(code, Some(0));
+}
+
+/// An event line that never ends: `listen` drops the connection after
+/// 1 MiB and reconnects, instead of reading it into memory for ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_event_drops_the_connection_and_reconnects() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counted = sent.clone();
+    let (base, connections) = stand_in(move |n, stream| {
+        let _ = event_stream(stream, &ready_event(STAND_IN_KEY));
+        if n > 0 {
+            // The next stream stays open and quiet.
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
+        let _ = stream.write_all(b"data: ");
+        let chunk = vec![b'x'; 64 * 1024];
+        // Until the reader goes away, or far beyond any limit.
+        while counted.load(Ordering::SeqCst) < 512 << 20 && stream.write_all(&chunk).is_ok() {
+            counted.fetch_add(chunk.len(), Ordering::SeqCst);
+        }
+    });
+    let (url, _received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_at(&base);
+    let listening = tokio::task::block_in_place(|| {
+        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
+        l.ready();
+        l
+    });
+    let note = tokio::task::block_in_place(|| {
+        listening
+            .stderr
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a note that the stream broke off")
+    });
+    assert!(note.starts_with("The stream broke off"), "{note}");
+    assert!(note.contains("longer than 1 MiB"), "{note}");
+    let started = Instant::now();
+    while connections.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 2, "reconnected");
+    // What was written before the connection dropped: 1 MiB, and what the
+    // sockets' buffers took.
+    let written = sent.load(Ordering::SeqCst);
+    assert!(written < 64 << 20, "{written} bytes written");
+    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    assert_eq!(code, Some(0));
+}
+
+/// What the stream carries is shown escaped on the `listen` line and in
+/// the ready line; the local app still gets the body byte for byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn listen_lines_show_control_characters_escaped() {
+    let body =
+        serde_json::json!({ "code": "SHP-7K3M-Q9ZX", "status": format!("delivered{HOSTILE}") })
+            .to_string();
+    let delivery = serde_json::json!({
+        "delivery_id": "dlv_7_l",
+        "shipment_code": format!("SHP-7K3M-Q9ZX{HOSTILE}"),
+        "version": 3,
+        "signature": "sha256=00",
+        "body": body,
+    });
+    let stream_text = format!(
+        "{}id: 7\nevent: delivery\ndata: {delivery}\n\n",
+        ready_event(&format!("whsec_key{HOSTILE}"))
+    );
+    let (base, _) = stand_in(move |_, stream| {
+        let _ = event_stream(stream, &stream_text);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let (url, received) = local_app(StatusCode::OK).await;
+    let shipctl = shipctl_at(&base);
+    let listening = tokio::task::block_in_place(|| {
+        Listening::start(
+            &shipctl,
+            &["--color", "always", "listen", "--forward-to", &url],
+        )
+    });
+    let (key, line, got) = tokio::task::block_in_place(|| {
+        let (key, _) = listening.ready_after();
+        let line = listening.line();
+        (
+            key,
+            line,
+            received.recv_timeout(Duration::from_secs(20)).unwrap(),
+        )
+    });
+    assert_eq!(got.body, body.as_bytes());
+    assert_eq!(key, format!("whsec_key{SHOWN}"));
+    assert!(
+        line.contains(&format!("SHP-7K3M-Q9ZX{SHOWN}  v3")),
+        "{line:?}"
+    );
+    assert!(line.contains(&format!("delivered{SHOWN}")), "{line:?}");
+    assert!(
+        !line.contains(['\u{7}', '\u{9b}', '\u{7f}', '\u{0}']),
+        "{line:?}"
+    );
+    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    assert_eq!(code, Some(0));
+}
+
+/// A local app that answers with a redirect is shown with where it points,
+/// and not followed: the delivery is not re-posted elsewhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_app_that_redirects_is_shown_not_followed() {
+    let (elsewhere, elsewhere_got) = local_app(StatusCode::OK).await;
+    let (url, received) = local_app_with(
+        StatusCode::TEMPORARY_REDIRECT,
+        &[("location", elsewhere.clone())],
+    )
+    .await;
+    let body = r#"{"code":"SHP-7K3M-Q9ZX","status":"delivered"}"#;
+    let delivery = serde_json::json!({
+        "delivery_id": "dlv_7_l",
+        "shipment_code": "SHP-7K3M-Q9ZX",
+        "version": 3,
+        "signature": "sha256=00",
+        "body": body,
+    });
+    let stream_text = format!(
+        "{}id: 7\nevent: delivery\ndata: {delivery}\n\n",
+        ready_event(STAND_IN_KEY)
+    );
+    let (base, _) = stand_in(move |_, stream| {
+        let _ = event_stream(stream, &stream_text);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let shipctl = shipctl_at(&base);
+    for format in ["table", "ndjson"] {
+        let listening = tokio::task::block_in_place(|| {
+            let l = Listening::start(&shipctl, &["listen", "--forward-to", &url, "-o", format]);
+            l.ready();
+            l
+        });
+        let line = tokio::task::block_in_place(|| {
+            received.recv_timeout(Duration::from_secs(20)).unwrap();
+            listening.line()
+        });
+        if format == "table" {
+            assert!(
+                line.contains(&format!("-> 307, a redirect to {elsewhere} (not followed)")),
+                "{line}"
+            );
+        } else {
+            let line: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(line["response_status"], 307, "{line}");
+            assert_eq!(line["location"], elsewhere.as_str(), "{line}");
+        }
+        let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+        assert_eq!(code, Some(0));
+    }
+    assert!(
+        elsewhere_got
+            .recv_timeout(Duration::from_millis(200))
+            .is_err(),
+        "the redirect was followed"
+    );
 }

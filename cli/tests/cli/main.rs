@@ -10,3 +10,4 @@ mod listen;
 mod offline;
 mod online;
 mod redelivery;
+mod terminal;

@@ -15,6 +15,13 @@ use crate::error::{Error, Result};
 use crate::model::{ListenerDelivery, SigningKey};
 use crate::transport::{Call, Transport, classify};
 
+/// The longest event a [`ListenerStream`] reads: 1 MiB, comments and field
+/// names included (the service's largest is a shipment of a few KiB). A
+/// longer one, such as a line that never ends, is an [`Error::Stream`]
+/// that ends the stream and drops its connection, so what a stream holds
+/// in memory stays bounded.
+pub const MAX_EVENT_BYTES: usize = 1 << 20;
+
 /// The listener endpoints; get one with [`Client::listener`](crate::Client::listener)
 /// (API key) or [`DashboardClient::listener`](crate::DashboardClient::listener)
 /// (session): both see the same merchant's changes.
@@ -105,14 +112,23 @@ impl<'a> Listener<'a> {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         // The body as it comes, chunk by chunk (without reqwest's `stream`
-        // feature, for one loop).
-        let chunks = futures_util::stream::unfold(response, |mut response| async move {
-            match response.chunk().await {
-                Ok(Some(chunk)) => Some((Ok(chunk), response)),
-                Ok(None) => None,
-                Err(e) => Some((Err(e), response)),
-            }
-        });
+        // feature, for one loop), each checked against the event limit
+        // before the parser buffers it. Past the limit, the response (and
+        // so the connection) is dropped at once.
+        let chunks = futures_util::stream::unfold(
+            Some((response, EventLimit::default())),
+            |state| async move {
+                let (mut response, mut limit) = state?;
+                match response.chunk().await {
+                    Ok(Some(chunk)) => match limit.read(&chunk) {
+                        Ok(()) => Some((Ok(chunk), Some((response, limit)))),
+                        Err(e) => Some((Err(e), None)),
+                    },
+                    Ok(None) => None,
+                    Err(e) => Some((Err(ChunkError::Http(e)), Some((response, limit)))),
+                }
+            },
+        );
         let mut events: Events = Box::pin(chunks.eventsource());
         // The first event says the stream is ready, with the key.
         let ready = loop {
@@ -137,13 +153,69 @@ impl<'a> Listener<'a> {
     }
 }
 
-type Events = Pin<
-    Box<dyn Stream<Item = std::result::Result<Event, EventStreamError<reqwest::Error>>> + Send>,
->;
+type Events =
+    Pin<Box<dyn Stream<Item = std::result::Result<Event, EventStreamError<ChunkError>>> + Send>>;
 
-fn stream_error(e: EventStreamError<reqwest::Error>) -> Error {
+/// Why the body's next chunk did not reach the parser.
+#[derive(Debug)]
+enum ChunkError {
+    /// Reading it failed.
+    Http(reqwest::Error),
+    /// It made an event longer than [`MAX_EVENT_BYTES`].
+    TooLong,
+}
+
+impl std::fmt::Display for ChunkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChunkError::Http(e) => e.fmt(f),
+            ChunkError::TooLong => f.write_str("an event is longer than 1 MiB"),
+        }
+    }
+}
+
+/// Counts the bytes of the event being read, across chunks: an event ends
+/// at an empty line, and a line at CRLF, LF or CR (as Server-Sent Events
+/// define them).
+#[derive(Debug, Default)]
+struct EventLimit {
+    /// Bytes of the current event, line ends left out.
+    event: usize,
+    /// Bytes of the current line.
+    line: usize,
+    /// The last byte was a CR: an LF right after it ends the same line.
+    after_cr: bool,
+}
+
+impl EventLimit {
+    fn read(&mut self, chunk: &[u8]) -> std::result::Result<(), ChunkError> {
+        for &b in chunk {
+            let crlf = b == b'\n' && self.after_cr;
+            self.after_cr = b == b'\r';
+            match b {
+                _ if crlf => {}
+                b'\n' | b'\r' if self.line == 0 => self.event = 0,
+                b'\n' | b'\r' => self.line = 0,
+                _ => {
+                    self.line += 1;
+                    self.event += 1;
+                    if self.event > MAX_EVENT_BYTES {
+                        return Err(ChunkError::TooLong);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn stream_error(e: EventStreamError<ChunkError>) -> Error {
     match e {
-        EventStreamError::Transport(e) => classify(e),
+        EventStreamError::Transport(ChunkError::Http(e)) => classify(e),
+        EventStreamError::Transport(ChunkError::TooLong) => Error::Stream(format!(
+            "an event is longer than {} MiB; the connection was dropped",
+            MAX_EVENT_BYTES >> 20
+        )),
         EventStreamError::Utf8(e) => Error::Stream(format!("not UTF-8: {e}")),
         EventStreamError::Parser(e) => Error::Stream(e.to_string()),
     }
@@ -200,7 +272,9 @@ impl ListenerStream {
     }
 
     /// The next change; `None` when the stream ended (connect again,
-    /// resuming), an error when it broke off or sent something malformed.
+    /// resuming), an error when it broke off or sent something malformed
+    /// (an event longer than [`MAX_EVENT_BYTES`] is an [`Error::Stream`],
+    /// after which the stream has ended and its connection is closed).
     pub async fn next(&mut self) -> Option<Result<ListenerEvent>> {
         StreamExt::next(self).await
     }
@@ -233,6 +307,48 @@ impl Stream for ListenerStream {
             };
             self.last_event_id = Some(id);
             return Poll::Ready(Some(Ok(ListenerEvent { id, delivery })));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `parts` as chunks; the event's size after each.
+    fn sizes(parts: &[&str]) -> Vec<usize> {
+        let mut limit = EventLimit::default();
+        parts
+            .iter()
+            .map(|part| {
+                limit.read(part.as_bytes()).unwrap();
+                limit.event
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_event_ends_at_an_empty_line_with_any_line_ending() {
+        assert_eq!(sizes(&["data: a\n", "data: b\n", "\n"]), [7, 14, 0]);
+        assert_eq!(sizes(&["data: a\r\n\r\n", "x"]), [0, 1]);
+        assert_eq!(sizes(&["data: a\r\r", "x"]), [0, 1]);
+        // A CRLF split between chunks is one line end, not an empty line.
+        assert_eq!(sizes(&["data: a\r", "\ndata: b"]), [7, 14]);
+        assert_eq!(sizes(&["data: a\r", "\n\r", "\n"]), [7, 0, 0]);
+    }
+
+    #[test]
+    fn the_limit_is_per_event_across_chunks() {
+        let mut limit = EventLimit::default();
+        let half = "x".repeat(MAX_EVENT_BYTES / 2);
+        limit.read(half.as_bytes()).unwrap();
+        limit.read(half.as_bytes()).unwrap();
+        assert!(matches!(limit.read(b"x"), Err(ChunkError::TooLong)));
+
+        let mut limit = EventLimit::default();
+        for _ in 0..4 {
+            limit.read(half.as_bytes()).unwrap();
+            limit.read(b"\n\n").unwrap();
         }
     }
 }

@@ -143,3 +143,49 @@ async fn refusals_are_the_usual_errors_and_are_not_retried() {
     // No key yet is not an error.
     assert_eq!(client.listener().signing_key().await.unwrap(), None);
 }
+
+/// An event is at most 1 MiB: a line that never ends is an error (and the
+/// end of the stream, whose connection is dropped), not memory without
+/// bound. The limit is per event: a long stream of small events, and an
+/// event just under it, with either kind of line ending, pass.
+#[tokio::test]
+async fn an_event_longer_than_one_mib_ends_the_stream_with_an_error() {
+    const MIB: usize = 1 << 20;
+    let endless = format!("{}data: {}", ready(), "x".repeat(2 * MIB));
+    let server = serving(endless).await;
+    let mut stream = client(&server).listener().connect(None).await.unwrap();
+    let err = stream.next().await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Stream(_)), "{err:?}");
+    assert!(err.to_string().contains("1 MiB"), "{err}");
+    assert!(stream.next().await.is_none(), "the stream ended");
+
+    // Before `ready`, too.
+    let server = serving(format!(": {}", "y".repeat(2 * MIB))).await;
+    let err = client(&server).listener().connect(None).await.unwrap_err();
+    assert!(err.to_string().contains("1 MiB"), "{err}");
+
+    // Many events, 3 MiB in all; one just under the limit, split over
+    // `data` lines (CRLF) and with comments.
+    let mut many = ready();
+    for i in 0..3 * 1024 {
+        many.push_str(
+            &delivery(i + 1, 1).replace("\"body\":\"", &format!("\"body\":\"{}", " ".repeat(900))),
+        );
+    }
+    let big_body = "z".repeat(MIB - 400);
+    many.push_str(&format!(
+        ": note\r\nid: 99999\r\nevent: delivery\r\ndata: {{\"delivery_id\":\"dlv_99999_l\",\"shipment_code\":\"SHP-7K3M-Q9ZX\",\r\ndata: \"version\":2,\"signature\":\"sha256=00\",\"body\":\"{big_body}\"}}\r\n\r\n"
+    ));
+    let server = serving(many).await;
+    let mut stream = client(&server).listener().connect(None).await.unwrap();
+    let mut count = 0;
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        let event = event.unwrap();
+        count += 1;
+        last = Some(event);
+    }
+    assert_eq!(count, 3 * 1024 + 1);
+    let last = last.unwrap();
+    assert_eq!((last.id, last.delivery.body.len()), (99999, MIB - 400));
+}

@@ -69,7 +69,12 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ImportArgs) -> Result<()
             counts.add(outcome.status);
             if let Some(error) = &outcome.error {
                 let say = || {
-                    let _ = writeln!(anstream::stderr(), "line {}: {error}", outcome.line);
+                    let _ = writeln!(
+                        anstream::stderr(),
+                        "line {}: {}",
+                        outcome.line,
+                        output::escape(error)
+                    );
                 };
                 match &progress {
                     Some(p) => p.suspend(say),
