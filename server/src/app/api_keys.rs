@@ -39,13 +39,10 @@ pub async fn create_api_key(
             )
             .into());
         }
-        // PostgreSQL text cannot hold NUL.
-        Some(n) if n.contains('\0') => {
-            return Err(
-                FieldError::invalid("name", "`name` must not contain NUL characters").into(),
-            );
+        Some(n) if !n.is_empty() => {
+            crate::domain::validation::no_control_characters("name", n)?;
+            n.to_owned()
         }
-        Some(n) if !n.is_empty() => n.to_owned(),
         _ => "API key".to_owned(),
     };
     let (info, key) = state
