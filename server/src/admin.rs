@@ -168,13 +168,13 @@ impl AdminCommand {
                         "--password must be at least 8 characters".into(),
                     ));
                 }
+                no_control_characters("email", &email)?;
                 let email = crate::domain::email::normalize(&email);
                 if !email.contains('@') {
                     return Err(AdminError::Invalid(
                         "--email must be an e-mail address".into(),
                     ));
                 }
-                no_control_characters("email", &email)?;
                 let hash = hash_password(password).await?;
                 let id =
                     store

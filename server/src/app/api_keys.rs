@@ -31,6 +31,10 @@ pub async fn create_api_key(
     merchant_id: i64,
     name: Option<&str>,
 ) -> Result<(ApiKey, keys::Secret)> {
+    if let Some(sent) = name {
+        // As sent, before trimming, as the OpenAPI document's pattern says.
+        crate::domain::validation::no_control_characters("name", sent)?;
+    }
     let name = match name.map(str::trim) {
         Some(n) if n.chars().count() > MAX_KEY_NAME => {
             return Err(FieldError::invalid(
@@ -39,10 +43,7 @@ pub async fn create_api_key(
             )
             .into());
         }
-        Some(n) if !n.is_empty() => {
-            crate::domain::validation::no_control_characters("name", n)?;
-            n.to_owned()
-        }
+        Some(n) if !n.is_empty() => n.to_owned(),
         _ => "API key".to_owned(),
     };
     let (info, key) = state

@@ -40,6 +40,9 @@ pub async fn sign_in(
     email: &str,
     password: &str,
 ) -> Result<(keys::Secret, DateTime<Utc>)> {
+    // Attempts are counted by e-mail, so it is stored: no control
+    // characters (nor NUL, which PostgreSQL's text cannot hold), as sent.
+    crate::domain::validation::no_control_characters("email", email)?;
     let email = email::normalize(email);
     if email.is_empty() || email.chars().count() > MAX_CREDENTIAL_LEN {
         return Err(FieldError::invalid(
@@ -48,9 +51,6 @@ pub async fn sign_in(
         )
         .into());
     }
-    // Attempts are counted by e-mail, so it is stored: no control
-    // characters (nor NUL, which PostgreSQL's text cannot hold).
-    crate::domain::validation::no_control_characters("email", &email)?;
     if password.chars().count() > MAX_CREDENTIAL_LEN {
         return Err(FieldError::invalid(
             "password",

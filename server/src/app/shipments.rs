@@ -231,6 +231,9 @@ pub const MAX_TEXT: usize = 500;
 /// A courier's free text: trimmed, 1 to [`MAX_TEXT`] characters, no
 /// control characters ([`validation::no_control_characters`]).
 pub fn courier_text(field: &str, value: &str) -> Result<String> {
+    // Checked as sent, before trimming: `\r` at an end is refused too, as
+    // the OpenAPI document's pattern says.
+    validation::no_control_characters(field, value)?;
     let value = value.trim();
     if value.is_empty() || value.chars().count() > MAX_TEXT {
         return Err(FieldError::invalid(
@@ -239,7 +242,6 @@ pub fn courier_text(field: &str, value: &str) -> Result<String> {
         )
         .into());
     }
-    validation::no_control_characters(field, value)?;
     Ok(value.to_owned())
 }
 

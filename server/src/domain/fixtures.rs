@@ -259,13 +259,13 @@ impl Check {
     fn name(&mut self, field: &str, raw: Spanned<String>) -> At<String> {
         let at = self.at(raw);
         let value = at.value.trim().to_owned();
-        if value.is_empty() || value.chars().count() > MAX_NAME {
+        if let Err(e) = no_control_characters(field, &at.value) {
+            self.problem(at.line, e.detail);
+        } else if value.is_empty() || value.chars().count() > MAX_NAME {
             self.problem(
                 at.line,
                 format!("`{field}` must be 1 to {MAX_NAME} characters"),
             );
-        } else if let Err(e) = no_control_characters(field, &value) {
-            self.problem(at.line, e.detail);
         }
         At {
             line: at.line,
@@ -393,13 +393,13 @@ impl Check {
             line: raw_email.line,
             value: email::normalize(&raw_email.value),
         };
-        if !email.value.contains('@') || email.value.chars().count() > MAX_CREDENTIAL {
+        if let Err(e) = no_control_characters("email", &raw_email.value) {
+            self.problem(email.line, e.detail);
+        } else if !email.value.contains('@') || email.value.chars().count() > MAX_CREDENTIAL {
             self.problem(
                 email.line,
                 format!("`email` must be an e-mail address of at most {MAX_CREDENTIAL} characters"),
             );
-        } else if let Err(e) = no_control_characters("email", &email.value) {
-            self.problem(email.line, e.detail);
         }
         let password = self.at(m.password);
         let length = password.value.expose().chars().count();

@@ -488,51 +488,63 @@ async fn control_characters_are_refused_in_every_text_a_request_stores(app: &Tes
     assert_eq!(created["description"], text, "{created}");
     assert_eq!(created["items"][0], text, "{created}");
 
-    // A courier's failure reason.
+    // A courier's failure reason; at its ends too, where trimming would
+    // have dropped it (the OpenAPI pattern refuses it anywhere).
     let code = created["code"].as_str().unwrap();
     app.advance(&f, code, "in_transit").await;
-    let got = send(
-        app.req(
-            Method::POST,
-            &format!("/courier/shipments/{code}/fail"),
-            &f.courier_key,
+    for reason in [
+        format!("not home{TERMINAL_ATTACK}"),
+        "\u{85}not home\r".into(),
+    ] {
+        let got = send(
+            app.req(
+                Method::POST,
+                &format!("/courier/shipments/{code}/fail"),
+                &f.courier_key,
+            )
+            .json(&json!({ "reason": reason })),
         )
-        .json(&json!({"reason": format!("not home{TERMINAL_ATTACK}")})),
-    )
-    .await;
-    refused_field(&got, "reason");
+        .await;
+        refused_field(&got, "reason");
+    }
     let (_, shipment) = send(app.req(Method::GET, &format!("/shipments/{code}"), &f.key)).await;
     assert_eq!(shipment["status"], "in_transit", "{shipment}");
     assert_eq!(shipment["failure_reason"], Value::Null, "{shipment}");
 
     // A driver's name.
-    let got = send(
-        app.req(Method::POST, "/courier/drivers", &f.courier_key)
-            .json(&json!({"name": format!("Eve{TERMINAL_ATTACK}")})),
-    )
-    .await;
-    refused_field(&got, "name");
+    for name in [format!("Eve{TERMINAL_ATTACK}"), "Eve\r".into()] {
+        let got = send(
+            app.req(Method::POST, "/courier/drivers", &f.courier_key)
+                .json(&json!({ "name": name })),
+        )
+        .await;
+        refused_field(&got, "name");
+    }
     let (_, drivers) = send(app.req(Method::GET, "/courier/drivers", &f.courier_key)).await;
     assert_eq!(drivers["data"].as_array().unwrap().len(), 1, "{drivers}");
 
     // An API key's name.
-    let got = send(
-        app.bearer(Method::POST, "/api-keys", &token)
-            .json(&json!({"name": format!("ci{TERMINAL_ATTACK}")})),
-    )
-    .await;
-    refused_field(&got, "name");
+    for name in [format!("ci{TERMINAL_ATTACK}"), "\u{b}ci".into()] {
+        let got = send(
+            app.bearer(Method::POST, "/api-keys", &token)
+                .json(&json!({ "name": name })),
+        )
+        .await;
+        refused_field(&got, "name");
+    }
     let (_, keys) = send(app.bearer(Method::GET, "/api-keys", &token)).await;
     assert_eq!(keys["data"].as_array().unwrap().len(), 1, "{keys}");
 
     // A sign-in's e-mail (attempts are stored by e-mail).
-    let got = send(
-        app.client
-            .post(format!("{}/auth/login", app.base))
-            .json(&json!({"email": format!("a\u{1b}[2J{email}"), "password": password})),
-    )
-    .await;
-    refused_field(&got, "email");
+    for typed in [format!("a\u{1b}[2J{email}"), format!("{email}\r")] {
+        let got = send(
+            app.client
+                .post(format!("{}/auth/login", app.base))
+                .json(&json!({"email": typed, "password": password})),
+        )
+        .await;
+        refused_field(&got, "email");
+    }
 }
 
 async fn admin_commands_refuse_control_characters_in_what_they_store(app: &TestApp) {
