@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use shipment_sdk::model::WebhookUrl;
+use shipment_sdk::model::{WebhookUrl, WebhookUrlError};
 use toml::Spanned;
 
 use super::email;
@@ -454,7 +454,10 @@ impl Check {
                         signing_key,
                     });
                 }
-                Err(e) => self.problem(raw_url.line, format!("`url` cannot be used: {e}")),
+                Err(e) => self.problem(
+                    raw_url.line,
+                    format!("`url` cannot be used: {}", url_problem(&e)),
+                ),
             }
         }
         Merchant {
@@ -466,6 +469,27 @@ impl Check {
             shipment_signing_key,
             webhooks,
         }
+    }
+}
+
+/// Why a URL of the file is not a [`WebhookUrl`], as registration says it
+/// but without the parts of the URL some reasons quote (its scheme, its
+/// host or a label of it): a key pasted into `url` is not shown either.
+fn url_problem(e: &WebhookUrlError) -> String {
+    match e {
+        WebhookUrlError::NotHttps { .. } => {
+            "its scheme is not `https`; webhooks are delivered over `https` only".to_owned()
+        }
+        WebhookUrlError::InvalidHostName { .. } => "its host is not a valid host name: its labels \
+             must be letters, digits and hyphens, not empty and not starting or ending with a \
+             hyphen"
+            .to_owned(),
+        WebhookUrlError::LabelTooLong { label } => format!(
+            "a label of its host name is {} characters long; at most {} are allowed",
+            label.len(),
+            WebhookUrl::MAX_LABEL_LEN
+        ),
+        other => other.to_string(),
     }
 }
 
