@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::domain::fee::to_minor_units;
 use crate::domain::keys::Environment;
+use crate::domain::validation;
 use crate::store::{Store, StoreError};
 
 /// The administrative subcommands.
@@ -128,6 +129,19 @@ pub async fn hash_password(password: String) -> Result<String, AdminError> {
     .map_err(|e| AdminError::Invalid(format!("password hashing failed: {e}")))?
 }
 
+/// Refuses an argument that the server would store with a control
+/// character in it, as the API refuses one in a request
+/// ([`validation::no_control_characters`]).
+fn no_control_characters(flag: &str, value: &str) -> Result<(), AdminError> {
+    match validation::control_character(value) {
+        None => Ok(()),
+        Some(found) => Err(AdminError::Invalid(format!(
+            "--{flag} must not contain {}: {found}",
+            validation::CONTROL_CHARACTERS
+        ))),
+    }
+}
+
 fn money(name: &str, amount: Decimal) -> Result<i64, AdminError> {
     if amount.is_sign_negative() {
         return Err(AdminError::Invalid(format!(
@@ -148,13 +162,15 @@ impl AdminCommand {
                 email,
                 password,
             } => {
+                no_control_characters("name", &name)?;
                 if password.chars().count() < 8 {
                     return Err(AdminError::Invalid(
                         "--password must be at least 8 characters".into(),
                     ));
                 }
+                no_control_characters("email", &email)?;
                 let email = crate::domain::email::normalize(&email);
-                if !email.contains('@') || email.contains('\0') {
+                if !email.contains('@') {
                     return Err(AdminError::Invalid(
                         "--email must be an e-mail address".into(),
                     ));
@@ -173,6 +189,7 @@ impl AdminCommand {
                 Ok(json!({ "merchant_id": id }))
             }
             AdminCommand::CreateApiKey { merchant_id, name } => {
+                no_control_characters("name", &name)?;
                 if !store.merchant_exists(merchant_id).await? {
                     return Err(AdminError::Invalid(format!(
                         "no merchant has id {merchant_id}"
@@ -187,6 +204,7 @@ impl AdminCommand {
                 per_kg,
                 per_km,
             } => {
+                no_control_characters("name", &name)?;
                 let id = store
                     .create_courier(
                         &name,
@@ -226,6 +244,7 @@ impl AdminCommand {
                 Ok(json!({ "id": key.id, "key": key.key.expose() }))
             }
             AdminCommand::CreateDriver { courier_id, name } => {
+                no_control_characters("name", &name)?;
                 if !store.courier_exists(courier_id).await? {
                     return Err(AdminError::Invalid(format!(
                         "no courier company has id {courier_id}"

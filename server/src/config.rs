@@ -260,8 +260,9 @@ pub struct Config {
     pub test_controls: bool,
     /// Apply this fixtures file (TOML: couriers with their keys and
     /// drivers, merchants with their sign-in, API keys, linked couriers and
-    /// webhooks) before serving, idempotently; a malformed file, or one the
-    /// database disagrees with, stops the start naming the line.
+    /// webhooks; at most 1 MiB) before serving, idempotently; a malformed
+    /// file, or one the database disagrees with, stops the start naming the
+    /// line.
     #[arg(long, env = "SHIPMENT_FIXTURES", value_name = "FILE")]
     pub fixtures: Option<PathBuf>,
 }

@@ -23,7 +23,7 @@ pub mod store;
 pub mod webhooks;
 
 pub use app::couriers::PRICING_MEMORY_TTL;
-pub use app::fixtures::{FixtureError, FixtureReport};
+pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
 pub use config::Config;
 
 /// Why the server could not start.

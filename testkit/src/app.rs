@@ -7,7 +7,7 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use shipment_server::domain::keys::Environment;
 use shipment_server::store::Store;
-use shipment_server::{Application, Config};
+use shipment_server::{Application, Config, StartError};
 use tokio::sync::oneshot;
 
 use crate::{Db, FreshDb};
@@ -96,16 +96,28 @@ impl TestApp {
     ///
     /// When the server does not start.
     pub async fn spawn_with(db: Db, configure: impl FnOnce(&mut Config)) -> Option<TestApp> {
-        // From here on, a panic drops `fresh`, which removes the database.
-        let fresh = FreshDb::create(db).await?;
+        TestApp::try_spawn_with(db, configure)
+            .await
+            .expect("the server starts")
+    }
+
+    /// Like [`TestApp::spawn_with`], with the reason when the server does
+    /// not start (its database is removed then).
+    pub(crate) async fn try_spawn_with(
+        db: Db,
+        configure: impl FnOnce(&mut Config),
+    ) -> Result<Option<TestApp>, StartError> {
+        // From here on, a panic or an error drops `fresh`, which removes
+        // the database.
+        let Some(fresh) = FreshDb::create(db).await else {
+            return Ok(None);
+        };
         let url = fresh.url.clone();
         let mut config = Config::local(&url);
         config.webhooks.webhook_ca_file = Some(crate::ca().pem_file.clone());
         config.webhooks.outbox_poll_ms = 50;
         configure(&mut config);
-        let app = Application::build(&config)
-            .await
-            .expect("the server starts");
+        let app = Application::build(&config).await?;
         let addr = app.local_addr();
         let store = app.store().clone();
         let (tx, rx) = oneshot::channel();
@@ -116,7 +128,7 @@ impl TestApp {
             .await
             .expect("the server runs");
         });
-        Some(TestApp {
+        Ok(Some(TestApp {
             base: format!("http://{addr}/api/v1"),
             root: format!("http://{addr}"),
             database_url: url,
@@ -129,7 +141,7 @@ impl TestApp {
             stop: Some(tx),
             server: Some(server),
             fresh: Some(fresh),
-        })
+        }))
     }
 
     /// Stops the server (finishing in-flight requests and deliveries) and

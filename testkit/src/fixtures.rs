@@ -1,9 +1,21 @@
 //! [`Fixtures`]: the accounts a [`TestServer`](crate::TestServer) starts
-//! with, built in code, written as the server's fixtures file (the format
-//! `shipment-server serve --fixtures FILE` reads, documented in the README).
+//! with, built in code or read from a fixtures file, and handed to the
+//! server as that file (the format `shipment-server serve --fixtures FILE`
+//! reads, documented in the README).
+//!
+//! A file is checked by the server's own reader when it is read (unknown
+//! fields, keys, names: everything the server checks before touching a
+//! database) and handed to the server exactly as written, so every message
+//! names the merchant's file and its lines; fixtures built in code are
+//! named "fixtures built in code", with the lines of [`Fixtures::to_toml`].
+
+use std::fmt;
+use std::path::Path;
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use shipment_server::FixtureError;
+use shipment_server::domain::fixtures as checked;
 use shipment_server::domain::keys::{self, Environment, KeyKind};
 
 /// The courier company of [`Fixtures::default`].
@@ -32,12 +44,47 @@ pub const DEFAULT_PASSWORD: &str = "correct horse battery staple";
 /// assert!(toml.contains("sk_test_")); // a key was made for the merchant
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Fixtures {
     #[serde(default)]
     couriers: Vec<CourierFixture>,
     #[serde(default)]
     merchants: Vec<MerchantFixture>,
+    /// Where they came from; the server is given that text as it was.
+    #[serde(skip)]
+    source: Source,
 }
+
+/// Where [`Fixtures`] came from, for what the server reads and for the
+/// name its messages give.
+#[derive(Clone, Default)]
+enum Source {
+    /// Built (or changed) in code: the server reads [`Fixtures::to_toml`].
+    #[default]
+    Code,
+    /// Read from a file or a text: the server reads `text` as it was.
+    Text {
+        /// The file, or what stands for it in messages.
+        name: String,
+        /// The text, unchanged.
+        text: String,
+    },
+}
+
+// The text holds keys and passwords: only its name is shown.
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Code => f.write_str("Code"),
+            Source::Text { name, .. } => f.debug_struct("Text").field("name", name).finish(),
+        }
+    }
+}
+
+/// What messages about fixtures built in code call them.
+pub const BUILT_IN_CODE: &str = "fixtures built in code";
+/// What messages about [`Fixtures::from_toml`]'s text call it.
+pub const TOML_TEXT: &str = "fixtures text given to Fixtures::from_toml";
 
 impl Default for Fixtures {
     fn default() -> Self {
@@ -57,18 +104,24 @@ impl Fixtures {
         Fixtures {
             couriers: Vec::new(),
             merchants: Vec::new(),
+            source: Source::Code,
         }
     }
 
-    /// Adds a courier company.
+    /// Adds a courier company. Fixtures read from a file become fixtures
+    /// built in code: the server then reads [`Fixtures::to_toml`], and its
+    /// messages name "fixtures built in code" and the lines of that text.
     pub fn courier(mut self, courier: CourierFixture) -> Fixtures {
         self.couriers.push(courier);
+        self.source = Source::Code;
         self
     }
 
-    /// Adds a merchant.
+    /// Adds a merchant (as [`Fixtures::courier`], fixtures read from a
+    /// file become fixtures built in code).
     pub fn merchant(mut self, merchant: MerchantFixture) -> Fixtures {
         self.merchants.push(merchant);
+        self.source = Source::Code;
         self
     }
 
@@ -82,14 +135,33 @@ impl Fixtures {
         &self.couriers
     }
 
-    /// The fixtures file.
+    /// The fixtures file the server reads: the text read, exactly, for
+    /// fixtures from [`Fixtures::from_file`] or [`Fixtures::from_toml`];
+    /// otherwise written from the values built in code.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("fixtures serialize")
+        match &self.source {
+            Source::Text { text, .. } => text.clone(),
+            Source::Code => toml::to_string(self).expect("fixtures serialize"),
+        }
+    }
+
+    /// What the server's messages about these fixtures call them: the
+    /// file they were read from, [`TOML_TEXT`], or [`BUILT_IN_CODE`].
+    pub fn source_name(&self) -> &str {
+        match &self.source {
+            Source::Text { name, .. } => name,
+            Source::Code => BUILT_IN_CODE,
+        }
     }
 
     /// Fixtures from a fixtures file's text (the format
     /// `shipment-server serve --fixtures` reads), such as the one a CI job
-    /// already uses; the server checks it in full when it starts.
+    /// already uses. It is checked at once as the server checks a file
+    /// (on a staging server: [`TestServer`](crate::TestServer) is one),
+    /// and refused as the server refuses it: an unknown field (a typo such
+    /// as `api_key` for `api_keys`), a missing one, a malformed key, each
+    /// named by its line, never by its value. Messages call the text
+    /// [`TOML_TEXT`]; [`Fixtures::from_file`] names the file.
     ///
     /// ```
     /// use shipment_testkit::Fixtures;
@@ -101,14 +173,78 @@ impl Fixtures {
     ///     api_keys = ["sk_test_0123456789abcdefghijABCDEFGHIJ01"]
     /// "#).unwrap();
     /// assert_eq!(fixtures.merchants()[0].email(), "dev@acme.test");
+    ///
+    /// let typo = Fixtures::from_toml(r#"
+    ///     [[merchants]]
+    ///     name = "Acme"
+    ///     email = "dev@acme.test"
+    ///     password = "correct horse battery staple"
+    ///     api_key = ["sk_test_0123456789abcdefghijABCDEFGHIJ01"]
+    /// "#).unwrap_err();
+    /// assert_eq!(typo.lines(), [6]);
+    /// assert!(typo.to_string().contains("unknown field `api_key`"));
     /// ```
-    pub fn from_toml(text: &str) -> Result<Fixtures, toml::de::Error> {
-        toml::from_str(text)
+    ///
+    /// # Errors
+    ///
+    /// [`FixtureError::Invalid`], with every problem the server would
+    /// report before touching its database.
+    pub fn from_toml(text: &str) -> Result<Fixtures, FixtureError> {
+        Fixtures::read(TOML_TEXT, text)
+    }
+
+    /// Fixtures from the fixtures file at `path` (such as the `ci.toml`
+    /// of a CI job), read as the server reads it (at most 1 MiB) and
+    /// checked as [`Fixtures::from_toml`] checks a text; every message,
+    /// now or when the server starts, names `path` and its lines.
+    ///
+    /// ```no_run
+    /// let fixtures = shipment_testkit::Fixtures::from_file("ci.toml").unwrap();
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`FixtureError::Read`] or [`FixtureError::TooLarge`] when the file
+    /// cannot be read; [`FixtureError::Invalid`] as
+    /// [`Fixtures::from_toml`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Fixtures, FixtureError> {
+        let path = path.as_ref();
+        let text = shipment_server::read_fixtures_file(path)?;
+        Fixtures::read(&path.display().to_string(), &text)
+    }
+
+    /// Checks `text` (named `name`) as the server does, then reads it into
+    /// the kit's own types for the accessors.
+    fn read(name: &str, text: &str) -> Result<Fixtures, FixtureError> {
+        let invalid = |problems| FixtureError::Invalid {
+            file: name.to_owned(),
+            problems,
+        };
+        checked::parse(text, Environment::Staging).map_err(invalid)?;
+        // The server's reader accepted it, so the kit's types (the same
+        // fields, unknown ones refused too) read it; if they ever do not,
+        // say so without quoting the reader, whose messages show values.
+        let mut fixtures: Fixtures = toml::from_str(text).map_err(|e| {
+            invalid(vec![checked::Problem {
+                line: e.span().map_or(1, |s| {
+                    let before = &text.as_bytes()[..s.start.min(text.len())];
+                    before.iter().filter(|b| **b == b'\n').count() + 1
+                }),
+                detail: "the server reads this, but the test kit cannot: a bug of the kit"
+                    .to_owned(),
+            }])
+        })?;
+        fixtures.source = Source::Text {
+            name: name.to_owned(),
+            text: text.to_owned(),
+        };
+        Ok(fixtures)
     }
 }
 
 /// A courier company: its name, fees, keys and drivers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CourierFixture {
     name: String,
     // Absent: the server's defaults.
@@ -191,6 +327,7 @@ impl CourierFixture {
 /// A merchant: its sign-in, API keys, linked couriers, signing keys and
 /// webhooks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MerchantFixture {
     name: String,
     email: String,
@@ -207,6 +344,7 @@ pub struct MerchantFixture {
 
 /// A webhook of a merchant, registered with a known signing key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WebhookFixture {
     url: String,
     signing_key: String,

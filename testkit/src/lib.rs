@@ -29,6 +29,15 @@
 //! - [`TestServer::webhook_inbox`]: an HTTPS receiver registered as a
 //!   webhook, whose deliveries arrive verified with `webhook-verify`.
 //!
+//! Fixtures come from code ([`Fixtures::empty`] and its builders) or from
+//! the fixtures file a CI job already uses
+//! ([`TestServerBuilder::fixtures_file`], [`Fixtures::from_file`]). A file
+//! is checked when it is read, as the server checks it: an unknown field
+//! (`api_key` for `api_keys`), a malformed key or a name with a control
+//! character is refused then, and it reaches the server exactly as written.
+//! Every message names the merchant's file (or "fixtures built in code")
+//! and its line, never a key, signing key or password of it.
+//!
 //! ```no_run
 //! use shipment_sdk::model::Status;
 //! use shipment_testkit::TestServer;
@@ -81,11 +90,15 @@ pub use app::{Fixture, TestApp, assert_problem, send};
 pub use ca::{LocalCa, ca};
 pub use db::{Db, FreshDb, TEST_DATABASE_URL};
 pub use fixtures::{
-    CourierFixture, DEFAULT_COURIER, DEFAULT_PASSWORD, Fixtures, MerchantFixture, new_signing_key,
+    BUILT_IN_CODE, CourierFixture, DEFAULT_COURIER, DEFAULT_PASSWORD, Fixtures, MerchantFixture,
+    TOML_TEXT, new_signing_key,
 };
 pub use inbox::{DELIVERY_ID_HEADER, Delivery, WebhookInbox};
 pub use receiver::{Received, WAIT, WebhookReceiver};
 pub use server::{Fault, TestServer, TestServerBuilder};
+/// Why fixtures were refused: the server's own error, naming the file (or
+/// what stands for it) and its lines.
+pub use shipment_server::FixtureError;
 
 /// Runs each named `async fn(&TestApp)` once per backend:
 /// `db_tests!(creates_a_shipment)` makes the tests

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use shipment_sdk::model::{CreateShipment, Shipment, Status};
 use shipment_sdk::{Client, DashboardClient};
 
+use shipment_server::StartError;
+
 use crate::fixtures::Fixtures;
 use crate::{Db, TestApp, WebhookInbox, WebhookReceiver};
 
@@ -52,23 +54,43 @@ impl TestServerBuilder {
         self
     }
 
-    /// Starts with the fixtures of a fixtures file's text (the format of
-    /// `shipment-server serve --fixtures`), e.g. the `ci.toml` of a CI job.
+    /// Starts with the fixtures file at `path` (the format of
+    /// `shipment-server serve --fixtures`), e.g. the `ci.toml` of a CI job
+    /// ([`Fixtures::from_file`]): the server reads it as written, and every
+    /// message names `path` and its lines.
     ///
     /// # Panics
     ///
-    /// When the text is not a fixtures file.
+    /// When the file cannot be read or the server would refuse it (an
+    /// unknown field, a malformed key, ...), with the server's message.
     ///
     /// ```no_run
     /// # async fn run() {
     /// let server = shipment_testkit::TestServer::builder()
-    ///     .fixtures_toml(&std::fs::read_to_string("ci.toml").unwrap())
+    ///     .fixtures_file("ci.toml")
     ///     .start()
     ///     .await;
     /// # }
     /// ```
+    pub fn fixtures_file(self, path: impl AsRef<std::path::Path>) -> Self {
+        match Fixtures::from_file(path) {
+            Ok(fixtures) => self.fixtures(fixtures),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Starts with the fixtures of a fixtures file's text
+    /// ([`Fixtures::from_toml`]); [`fixtures_file`](Self::fixtures_file)
+    /// names the file in messages, which a text cannot.
+    ///
+    /// # Panics
+    ///
+    /// When the server would refuse the text, with the server's message.
     pub fn fixtures_toml(self, text: &str) -> Self {
-        self.fixtures(Fixtures::from_toml(text).expect("a fixtures file"))
+        match Fixtures::from_toml(text) {
+            Ok(fixtures) => self.fixtures(fixtures),
+            Err(e) => panic!("{e}"),
+        }
     }
 
     /// Runs on this database instead of the one the environment picks
@@ -83,19 +105,31 @@ impl TestServerBuilder {
     /// # Panics
     ///
     /// When it cannot start (a fixture the server refuses, PostgreSQL asked
-    /// for without `TEST_DATABASE_URL`, ...).
+    /// for without `TEST_DATABASE_URL`, ...). A fixtures message names the
+    /// merchant's file (or "fixtures built in code") and its lines, never
+    /// the kit's temporary copy.
     pub async fn start(self) -> TestServer {
         let fixtures = self.fixtures.unwrap_or_default();
         let db = self.db.unwrap_or_else(Db::from_env);
         let dir = tempfile::tempdir().expect("a temporary directory");
         let file = dir.path().join("fixtures.toml");
+        // The text as read (or as built): the server's lines are the file's.
         std::fs::write(&file, fixtures.to_toml()).expect("write the fixtures file");
-        let app = TestApp::spawn_with(db, |c| {
+        let started = TestApp::try_spawn_with(db, |c| {
             c.fixtures = Some(file.clone());
             c.test_controls = true;
         })
-        .await
-        .expect("PostgreSQL needs TEST_DATABASE_URL");
+        .await;
+        let app = match started {
+            Ok(Some(app)) => app,
+            Ok(None) => panic!("PostgreSQL needs TEST_DATABASE_URL"),
+            Err(StartError::Fixtures(e)) => {
+                // The server names the file it read: the kit's copy.
+                let copy = file.display().to_string();
+                panic!("{}", e.to_string().replace(&copy, fixtures.source_name()))
+            }
+            Err(e) => panic!("the server starts: {e}"),
+        };
         TestServer {
             app,
             fixtures,

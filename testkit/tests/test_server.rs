@@ -16,6 +16,7 @@ db_tests!(
     advance_delivers_every_step_to_the_verified_inbox,
     a_status_fault_is_retried_by_the_sdk_and_creates_once,
     duplicate_deliveries_arrive_twice_with_one_delivery_id,
+    a_refusal_at_start_names_the_fixtures_not_the_kits_copy,
 );
 
 async fn start(db: Db) -> TestServer {
@@ -163,4 +164,146 @@ async fn a_fixtures_file_starts_the_server_with_its_keys() {
     let couriers = server.sdk().couriers().list().await.unwrap();
     assert!(!couriers.is_empty());
     server.stop().await;
+}
+
+/// Issue 28, item 8: the kit's fixtures dropped fields they did not know,
+/// so a typo (`api_key` for `api_keys`) gave a merchant without a key and
+/// a confusing 401 later.
+#[test]
+fn a_typo_in_a_fixtures_text_is_refused_naming_its_line() {
+    let text = format!(
+        "[[merchants]]\nname = \"Acme\"\nemail = \"dev@acme.test\"\n\
+         password = \"correct horse battery staple\"\napi_key = [\"{}\"]\n",
+        server_key()
+    );
+    let err = Fixtures::from_toml(&text).expect_err("an unknown field is refused");
+    let message = err.to_string();
+    assert_eq!(
+        message,
+        format!(
+            "{}, line 5: `merchants`: unknown field `api_key`, expected one of `name`, `email`, `password`, \
+             `api_keys`, `couriers`, `shipment_signing_key`, `webhooks`",
+            shipment_testkit::TOML_TEXT
+        )
+    );
+    // In every table.
+    for (from, to) in [
+        ("[[merchants]]\n", "colour = 1\n[[merchants]]\n"),
+        ("name = \"Acme\"", "nam = \"Acme\""),
+    ] {
+        let typo = text.replace("api_key =", "api_keys =").replace(from, to);
+        assert!(Fixtures::from_toml(&typo).is_err(), "{typo}");
+    }
+    let courier = "[[couriers]]\nname = \"Swift\"\nbase_fees = 5\n";
+    assert_eq!(Fixtures::from_toml(courier).unwrap_err().lines(), [3]);
+    let hook = format!(
+        "{}[[merchants.webhooks]]\nurl = \"https://localhost/h\"\nsigning_key = \"{}\"\nsecret = 1\n",
+        text.replace("api_key =", "api_keys ="),
+        new_signing_key()
+    );
+    assert_eq!(Fixtures::from_toml(&hook).unwrap_err().lines(), [9]);
+}
+
+/// The text of a file reaches the server as written (so its lines are the
+/// server's), and a file is named in every message, never a value of it.
+#[test]
+fn a_fixtures_file_is_read_as_written_and_named_in_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ci.toml");
+    let text = include_str!("../../server/fixtures/example.toml");
+    std::fs::write(&path, text).unwrap();
+    let fixtures = Fixtures::from_file(&path).unwrap();
+    assert_eq!(fixtures.to_toml(), text, "comments and lines kept");
+    assert_eq!(fixtures.source_name(), path.display().to_string());
+    // Values of the file's types as the server reads them: fees as
+    // integers and strings too.
+    let fees = text
+        .replace("base_fee = 5.0", "base_fee = 5")
+        .replace("per_kg = 1.5", "per_kg = \"1.50\"");
+    assert!(Fixtures::from_toml(&fees).is_ok());
+
+    let leaky = text.replace(
+        "[\"sk_test_llQ4cEamIu7sKZT1jElDpUseMjgse0wW\"]",
+        r#""sk_test_\"LEAKME\"_rest""#,
+    );
+    std::fs::write(&path, leaky).unwrap();
+    let message = Fixtures::from_file(&path).unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!("{}, line 22: ", path.display())),
+        "{message}"
+    );
+    assert!(!message.contains("LEAKME"), "{message}");
+
+    let panicked = std::panic::catch_unwind(|| TestServer::builder().fixtures_file(&path))
+        .expect_err("a refused file panics");
+    let shown = panic_message(&*panicked);
+    assert!(
+        shown.starts_with(&format!("{}, line 22: ", path.display())),
+        "{shown}"
+    );
+
+    // At most 1 MiB, as the server reads it.
+    std::fs::write(&path, " ".repeat(1024 * 1024 + 1)).unwrap();
+    let message = Fixtures::from_file(&path).unwrap_err().to_string();
+    assert!(message.contains("larger than 1 MiB"), "{message}");
+
+    // Changed in code, they are fixtures built in code.
+    let extended = Fixtures::from_toml(text)
+        .unwrap()
+        .courier(CourierFixture::new("Other"));
+    assert_eq!(extended.source_name(), shipment_testkit::BUILT_IN_CODE);
+    assert!(extended.to_toml().contains("name = \"Other\""));
+    assert!(
+        extended
+            .to_toml()
+            .contains("sk_test_llQ4cEamIu7sKZT1jElDpUseMjgse0wW")
+    );
+}
+
+/// Issue 28, item 8: a refusal at start named the kit's temporary copy.
+async fn a_refusal_at_start_names_the_fixtures_not_the_kits_copy(db: Db) {
+    // A key of the other environment: the server refuses it at start.
+    let live = server_key().replace("sk_test_", "sk_live_");
+    let fixtures = Fixtures::empty()
+        .merchant(MerchantFixture::new("Acme", "dev@acme.test").api_keys([live.clone()]));
+    let line = fixtures
+        .to_toml()
+        .lines()
+        .position(|l| l.contains(&live))
+        .unwrap()
+        + 1;
+    let started = tokio::spawn(
+        TestServer::builder()
+            .database(db)
+            .fixtures(fixtures)
+            .start(),
+    )
+    .await;
+    let panicked = match started {
+        Ok(server) => {
+            server.stop().await;
+            panic!("started with a key of the other environment");
+        }
+        Err(e) => e.into_panic(),
+    };
+    let shown = panic_message(&*panicked);
+    assert!(
+        shown.starts_with(&format!(
+            "fixtures built in code, line {line}: `api_keys`: a `sk_live_` key"
+        )),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("fixtures.toml") && !shown.contains(&live),
+        "{shown}"
+    );
+}
+
+/// What a panic said.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default()
 }

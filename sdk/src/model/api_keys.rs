@@ -75,9 +75,13 @@ impl NewApiKey {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKey {
-    /// A name to tell the key apart (the server picks one when absent).
+    /// A name to tell the key apart (the server picks one when absent),
+    /// without control characters other than tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(max_length = 100, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 100, pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$")
+    )]
     pub name: Option<String>,
 }
 

@@ -38,8 +38,9 @@ fn refs<T: ToSchema>(description: &str) -> utoipa::openapi::schema::Array {
 }
 
 /// Text with something besides white space (as Rust's `trim` sees it)
-/// and no NUL.
-const NON_BLANK: &str = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$";
+/// and no control character but tab and newline (U+0000 to U+0008,
+/// U+000B to U+001F, U+007F to U+009F are refused).
+const NON_BLANK: &str = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*[^\\x00-\\x20\\x7F-\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$";
 
 /// `Login::email`: up to 256 characters, not blank.
 pub(super) fn email() -> impl Into<RefOr<Schema>> {

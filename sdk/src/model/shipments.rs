@@ -150,7 +150,8 @@ pub struct Shipment {
     #[serde(with = "rust_decimal::serde::float_option", default)]
     #[cfg_attr(feature = "openapi", schema(example = 4.5))]
     pub weight_kg: Option<Decimal>,
-    /// Free-form dimensions text.
+    /// Free-form dimensions text, without control characters other than
+    /// tab and newline.
     pub dimensions: Option<String>,
     /// Item labels.
     #[serde(default)]
@@ -278,11 +279,11 @@ pub struct CreateShipment {
     #[cfg_attr(feature = "openapi", schema(value_type = i64, minimum = 1))]
     #[cfg_attr(feature = "openapi", schema(example = 1))]
     pub courier_company_id: CourierId,
-    /// Free text.
+    /// Free text, without control characters other than tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 2000, pattern = "^[^\\x00]*$")
+        schema(max_length = 2000, pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$")
     )]
     #[cfg_attr(feature = "openapi", schema(example = "Two boxes of books"))]
     pub description: Option<String>,
@@ -295,23 +296,35 @@ pub struct CreateShipment {
     #[cfg_attr(feature = "openapi", schema(minimum = 0.001, maximum = 100000))]
     #[cfg_attr(feature = "openapi", schema(example = 4.5))]
     pub weight_kg: Option<Decimal>,
-    /// Free-form dimensions text.
+    /// Free-form dimensions text, without control characters other than
+    /// tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(max_length = 200, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 200, pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$")
+    )]
     #[cfg_attr(feature = "openapi", schema(example = "30x20x10 cm"))]
     pub dimensions: Option<String>,
-    /// Item labels.
+    /// Item labels, without control characters other than tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(schema_with = openapi::items))]
     pub items: Option<Vec<String>>,
-    /// Pickup location (text, or `lat,lng`).
+    /// Pickup location (text, or `lat,lng`), without control characters
+    /// other than tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 500, pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$")
+    )]
     #[cfg_attr(feature = "openapi", schema(example = "52.5200,13.4050"))]
     pub start_address: Option<String>,
-    /// Delivery location (text, or `lat,lng`).
+    /// Delivery location (text, or `lat,lng`), without control characters
+    /// other than tab and newline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(max_length = 500, pattern = "^[^\\x00]*$"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 500, pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$")
+    )]
     #[cfg_attr(feature = "openapi", schema(example = "52.3759,4.8975"))]
     pub end_address: Option<String>,
     /// Per-shipment HTTPS webhook address (a `WebhookUrl`, kept normalised).

@@ -32,6 +32,10 @@ pub async fn create_api_key(
     merchant_id: i64,
     name: Option<&str>,
 ) -> Result<(ApiKey, keys::Secret)> {
+    if let Some(sent) = name {
+        // As sent, before trimming, as the OpenAPI document's pattern says.
+        crate::domain::validation::no_control_characters("name", sent)?;
+    }
     let name = match name.map(str::trim) {
         Some(n) if n.chars().count() > MAX_KEY_NAME => {
             return Err(FieldError::invalid(
@@ -39,12 +43,6 @@ pub async fn create_api_key(
                 format!("`name` must be at most {MAX_KEY_NAME} characters"),
             )
             .into());
-        }
-        // PostgreSQL text cannot hold NUL.
-        Some(n) if n.contains('\0') => {
-            return Err(
-                FieldError::invalid("name", "`name` must not contain NUL characters").into(),
-            );
         }
         Some(n) if !n.is_empty() => n.to_owned(),
         _ => "API key".to_owned(),

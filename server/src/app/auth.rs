@@ -40,12 +40,14 @@ pub async fn sign_in(
     email: &str,
     password: &str,
 ) -> Result<(keys::Secret, DateTime<Utc>)> {
+    // Attempts are counted by e-mail, so it is stored: no control
+    // characters (nor NUL, which PostgreSQL's text cannot hold), as sent.
+    crate::domain::validation::no_control_characters("email", email)?;
     let email = email::normalize(email);
-    // NUL: PostgreSQL text cannot hold it (attempts are counted by e-mail).
-    if email.is_empty() || email.chars().count() > MAX_CREDENTIAL_LEN || email.contains('\0') {
+    if email.is_empty() || email.chars().count() > MAX_CREDENTIAL_LEN {
         return Err(FieldError::invalid(
             "email",
-            format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters, without NUL"),
+            format!("`email` must be 1 to {MAX_CREDENTIAL_LEN} characters"),
         )
         .into());
     }

@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use subtle::ConstantTimeEq as _;
@@ -46,6 +47,17 @@ pub enum FixtureError {
         file: String,
         /// Why.
         source: std::io::Error,
+    },
+    /// The file is longer than [`fixtures::MAX_FILE_BYTES`]; nothing past
+    /// that was read.
+    #[error(
+        "the fixtures file {file} is larger than 1 MiB ({} bytes), the most a fixtures file may \
+         be",
+        fixtures::MAX_FILE_BYTES
+    )]
+    TooLarge {
+        /// The file.
+        file: String,
     },
     /// The file is malformed or declares something the server refuses.
     #[error("{}", Lines { file, problems })]
@@ -152,16 +164,60 @@ impl FixtureReport {
     }
 }
 
-/// Reads the file at `path` and applies it ([`apply`]).
+/// Reads the file at `path` ([`read_fixtures_file`]) and applies it
+/// ([`apply`]).
 pub async fn apply_file(state: &AppState, path: &Path) -> Result<FixtureReport, FixtureError> {
     let file = path.display().to_string();
-    let text = tokio::fs::read_to_string(path)
+    let owned = path.to_owned();
+    let text = tokio::task::spawn_blocking(move || read_fixtures_file(&owned))
         .await
-        .map_err(|source| FixtureError::Read {
+        .map_err(|e| FixtureError::Internal {
             file: file.clone(),
-            source,
-        })?;
+            detail: format!("reading the file: {e}"),
+        })??;
     apply(state, &file, &text).await
+}
+
+/// The text of the fixtures file at `path`, read up to
+/// [`fixtures::MAX_FILE_BYTES`] and not a byte further: a larger file (or
+/// `/dev/zero`, or a pipe that never ends) is refused with
+/// [`FixtureError::TooLarge`] as soon as the cap is passed, instead of
+/// being read whole into memory. Blocking.
+pub fn read_fixtures_file(path: &Path) -> Result<String, FixtureError> {
+    let file = path.display().to_string();
+    let opened = std::fs::File::open(path).map_err(|source| FixtureError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    read_capped(&file, opened)
+}
+
+/// Reads `reader` (the file named `file`) to its end, or refuses it once it
+/// has given more than [`fixtures::MAX_FILE_BYTES`].
+fn read_capped(file: &str, reader: impl Read) -> Result<String, FixtureError> {
+    let cap = fixtures::MAX_FILE_BYTES;
+    let unreadable = |source| FixtureError::Read {
+        file: file.to_owned(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    // One byte more than the cap tells a file of exactly the cap from a
+    // longer one.
+    reader
+        .take(u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() > cap {
+        return Err(FixtureError::TooLarge {
+            file: file.to_owned(),
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        unreadable(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not UTF-8 text",
+        ))
+    })
 }
 
 /// Applies the fixtures `text` (`file` names it in messages): checks it
@@ -486,5 +542,45 @@ impl Applying<'_> {
                 format!("`{field}`: the database holds another signing key for it"),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_of_exactly_the_cap_is_read() {
+        let text = " ".repeat(fixtures::MAX_FILE_BYTES);
+        assert_eq!(read_capped("f.toml", text.as_bytes()).unwrap(), text);
+    }
+
+    #[test]
+    fn one_byte_over_the_cap_is_refused_naming_the_file_and_the_cap() {
+        let text = " ".repeat(fixtures::MAX_FILE_BYTES + 1);
+        let err = read_capped("ci.toml", text.as_bytes()).unwrap_err();
+        assert!(matches!(err, FixtureError::TooLarge { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("ci.toml") && message.contains("1 MiB (1048576 bytes)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_endless_reader_is_refused_after_the_cap() {
+        // As `/dev/zero`: a reader that never ends is read up to the cap
+        // and one byte, then refused; without the cap this never returns.
+        let mut endless = std::io::repeat(b'#');
+        let err = read_capped("/dev/zero", &mut endless).unwrap_err();
+        assert!(matches!(err, FixtureError::TooLarge { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_without_quoting_it() {
+        let err = read_capped("f.toml", &b"name = \"\xff\xfesk_test_x\""[..]).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("not UTF-8"), "{message}");
+        assert!(!message.contains("sk_test_x"), "{message}");
     }
 }

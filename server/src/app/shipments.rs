@@ -13,7 +13,7 @@ use super::{AppState, Error, Result};
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
 use crate::domain::list_query::ListQuery;
-use crate::domain::validation::{NewShipment, webhook_url};
+use crate::domain::validation::{self, NewShipment, webhook_url};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
 use crate::store::shipments::{Actor, Change, Created};
@@ -228,21 +228,17 @@ pub async fn generate_confirmation_code(
 /// Longest driver name and failure reason, in characters.
 pub const MAX_TEXT: usize = 500;
 
-/// A courier's free text: trimmed, 1 to [`MAX_TEXT`] characters, no NUL.
+/// A courier's free text: trimmed, 1 to [`MAX_TEXT`] characters, no
+/// control characters ([`validation::no_control_characters`]).
 pub fn courier_text(field: &str, value: &str) -> Result<String> {
+    // Checked as sent, before trimming: `\r` at an end is refused too, as
+    // the OpenAPI document's pattern says.
+    validation::no_control_characters(field, value)?;
     let value = value.trim();
     if value.is_empty() || value.chars().count() > MAX_TEXT {
         return Err(FieldError::invalid(
             field,
             format!("`{field}` must be 1 to {MAX_TEXT} characters"),
-        )
-        .into());
-    }
-    // PostgreSQL text cannot hold NUL.
-    if value.contains('\0') {
-        return Err(FieldError::invalid(
-            field,
-            format!("`{field}` must not contain NUL characters"),
         )
         .into());
     }

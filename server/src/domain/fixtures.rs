@@ -8,7 +8,7 @@
 //! is named by its line and its prefix only.
 //!
 //! What is checked here: the TOML itself, unknown and missing fields, names
-//! (1 to [`MAX_NAME`] characters, no NUL), fees (not negative, at most two
+//! (1 to [`MAX_NAME`] characters) and e-mails without control characters, fees (not negative, at most two
 //! decimals), e-mails, passwords (as `admin create-merchant` and sign-in take
 //! them), the shape and environment of every key and signing key, webhook
 //! URLs ([`WebhookUrl`]), courier names a merchant links to, and values the
@@ -20,13 +20,17 @@ use std::collections::{HashMap, HashSet};
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use shipment_sdk::model::WebhookUrl;
+use shipment_sdk::model::{WebhookUrl, WebhookUrlError};
 use toml::Spanned;
 
 use super::email;
 use super::fee::to_minor_units;
 use super::keys::{self, Environment, KeyKind, Secret};
+use super::validation::no_control_characters;
 
+/// Longest fixtures file, in bytes (1 MiB): a file is read up to this and
+/// refused past it, never read whole first.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
 /// Longest courier, driver or merchant name (as the courier routes take).
 pub const MAX_NAME: usize = 500;
 /// Shortest password (as `admin create-merchant` takes it).
@@ -159,7 +163,7 @@ pub fn parse(text: &str, env: Environment) -> Result<Fixtures, Vec<Problem>> {
     let file: FileRepr = toml::from_str(text).map_err(|e| {
         vec![Problem {
             line: e.span().map_or(1, |s| lines.of(s.start)),
-            detail: redact(e.message()),
+            detail: describe(e),
         }]
     })?;
     let mut check = Check {
@@ -250,19 +254,17 @@ impl Check {
         }
     }
 
-    /// A name: trimmed, 1 to [`MAX_NAME`] characters, no NUL.
+    /// A name: trimmed, 1 to [`MAX_NAME`] characters, no control
+    /// characters (as the API takes names).
     fn name(&mut self, field: &str, raw: Spanned<String>) -> At<String> {
         let at = self.at(raw);
         let value = at.value.trim().to_owned();
-        if value.is_empty() || value.chars().count() > MAX_NAME {
+        if let Err(e) = no_control_characters(field, &at.value) {
+            self.problem(at.line, e.detail);
+        } else if value.is_empty() || value.chars().count() > MAX_NAME {
             self.problem(
                 at.line,
                 format!("`{field}` must be 1 to {MAX_NAME} characters"),
-            );
-        } else if value.contains('\0') {
-            self.problem(
-                at.line,
-                format!("`{field}` must not contain NUL characters"),
             );
         }
         At {
@@ -391,10 +393,9 @@ impl Check {
             line: raw_email.line,
             value: email::normalize(&raw_email.value),
         };
-        if !email.value.contains('@')
-            || email.value.contains('\0')
-            || email.value.chars().count() > MAX_CREDENTIAL
-        {
+        if let Err(e) = no_control_characters("email", &raw_email.value) {
+            self.problem(email.line, e.detail);
+        } else if !email.value.contains('@') || email.value.chars().count() > MAX_CREDENTIAL {
             self.problem(
                 email.line,
                 format!("`email` must be an e-mail address of at most {MAX_CREDENTIAL} characters"),
@@ -453,7 +454,10 @@ impl Check {
                         signing_key,
                     });
                 }
-                Err(e) => self.problem(raw_url.line, format!("`url` cannot be used: {e}")),
+                Err(e) => self.problem(
+                    raw_url.line,
+                    format!("`url` cannot be used: {}", url_problem(&e)),
+                ),
             }
         }
         Merchant {
@@ -468,6 +472,27 @@ impl Check {
     }
 }
 
+/// Why a URL of the file is not a [`WebhookUrl`], as registration says it
+/// but without the parts of the URL some reasons quote (its scheme, its
+/// host or a label of it): a key pasted into `url` is not shown either.
+fn url_problem(e: &WebhookUrlError) -> String {
+    match e {
+        WebhookUrlError::NotHttps { .. } => {
+            "its scheme is not `https`; webhooks are delivered over `https` only".to_owned()
+        }
+        WebhookUrlError::InvalidHostName { .. } => "its host is not a valid host name: its labels \
+             must be letters, digits and hyphens, not empty and not starting or ending with a \
+             hyphen"
+            .to_owned(),
+        WebhookUrlError::LabelTooLong { label } => format!(
+            "a label of its host name is {} characters long; at most {} are allowed",
+            label.len(),
+            WebhookUrl::MAX_LABEL_LEN
+        ),
+        other => other.to_string(),
+    }
+}
+
 fn environment_name(env: Environment) -> &'static str {
     match env {
         Environment::Staging => "staging",
@@ -475,35 +500,119 @@ fn environment_name(env: Environment) -> &'static str {
     }
 }
 
-/// A parser's message without the values it quotes: serde names the value
-/// it did not expect (`string "…"`, ``integer `…` ``), which may be a key or
-/// a password.
-fn redact(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut quoted = false;
-    for c in message.chars() {
-        if c == '"' {
-            out.push_str(if quoted { "…\"" } else { "\"" });
-            quoted = !quoted;
-        } else if !quoted {
-            out.push(c);
+/// What the TOML reader says about `e`, with nothing of the file in it
+/// but the names of fields: the message, rebuilt from its known forms
+/// ([`without_values`]), after the path of the field it is about, when the
+/// reader names one (`` `merchants.api_keys`: invalid type: … ``).
+fn describe(e: toml::de::Error) -> String {
+    let detail = without_values(e.message());
+    match field_path(e) {
+        Some(path) => format!("`{path}`: {detail}"),
+        None => detail,
+    }
+}
+
+/// The dotted path of the field a reader's error is about. The reader
+/// only shows it after its message (`in `merchants.api_keys``); it is
+/// taken only when every part of it is a plain field name.
+fn field_path(mut e: toml::de::Error) -> Option<String> {
+    // Without the input, the reader shows no line of the file, only the
+    // message and the path.
+    e.set_input(None);
+    let shown = e.to_string();
+    let path = shown
+        .strip_prefix(e.message())?
+        .trim()
+        .strip_prefix("in `")?
+        .strip_suffix('`')?;
+    path.split('.').all(is_field_name).then(|| path.to_owned())
+}
+
+/// A name a person would give a field (`api_keys`, `colour`): at most 24
+/// letters, digits, `_` and `-`. A key, signing key or password pasted
+/// where a field name goes is longer, or has other characters, and is not
+/// shown.
+fn is_field_name(name: &str) -> bool {
+    (1..=24).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A reader's message without any value of the file. serde quotes the
+/// value it did not expect (``integer `8` ``, `string "…"` with the
+/// string's own quotes escaped, so no scan for the closing quote can be
+/// trusted) and the name of an unknown field; those forms are rebuilt
+/// from their parts that come from this program (the kind of value, what
+/// was expected, a field name that passes [`is_field_name`]). Every other
+/// message is the reader's own wording of a syntax error, which quotes
+/// nothing of the file.
+fn without_values(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            // What was expected comes last and from this program's types,
+            // so the last `, expected ` is serde's own, whatever the value.
+            let (unexpected, expected) = split_expected(rest);
+            return format!("{prefix}{}{expected}", kind_of(unexpected));
         }
     }
-    if quoted {
-        out.push('…');
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (field, expected) = match rest.rfind(", there are no fields") {
+            Some(at) => rest.split_at(at),
+            None => split_expected(rest),
+        };
+        let field = field.strip_suffix('`').unwrap_or(field);
+        return if is_field_name(field) {
+            format!("unknown field `{field}`{expected}")
+        } else {
+            format!("an unknown field (its name is not shown){expected}")
+        };
     }
-    for marker in ["integer `", "floating point `", "character `", "boolean `"] {
-        let mut from = 0;
-        while let Some(found) = out[from..].find(marker) {
-            let value = from + found + marker.len();
-            let Some(len) = out[value..].find('`') else {
-                break;
-            };
-            out.replace_range(value..value + len, "…");
-            from = value + '…'.len_utf8() + 1;
-        }
+    if message.starts_with("unknown variant `") {
+        return format!("unknown variant{}", split_expected(message).1);
     }
-    out.trim_end().to_owned()
+    message.trim_end().to_owned()
+}
+
+/// `(before, ", expected …")` at the last `, expected `; `(all, "")`
+/// without one.
+fn split_expected(message: &str) -> (&str, &str) {
+    match message.rfind(", expected ") {
+        Some(at) => message.split_at(at),
+        None => (message, ""),
+    }
+}
+
+/// The kind of value serde names (`string "…"` is a `string`), without the
+/// value; `a value` for anything else.
+fn kind_of(unexpected: &str) -> &'static str {
+    const KINDS: [&str; 16] = [
+        "boolean",
+        "integer",
+        "floating point",
+        "character",
+        "string",
+        "byte array",
+        "unit value",
+        "Option value",
+        "newtype struct",
+        "sequence",
+        "map",
+        "enum",
+        "unit variant",
+        "newtype variant",
+        "tuple variant",
+        "struct variant",
+    ];
+    KINDS
+        .into_iter()
+        .find(|kind| {
+            unexpected == *kind
+                || unexpected
+                    .strip_prefix(kind)
+                    .is_some_and(|rest| rest.starts_with(" `") || rest.starts_with(" \""))
+        })
+        .unwrap_or("a value")
 }
 
 #[cfg(test)]

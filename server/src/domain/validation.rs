@@ -1,5 +1,7 @@
 //! Create-shipment input: parsed into a [`NewShipment`] that is valid by
-//! construction, with every limit named here and documented in the README.
+//! construction, with every limit named here and documented in the README;
+//! and the one check of control characters every stored text goes through
+//! ([`no_control_characters`]).
 
 use rust_decimal::{Decimal, RoundingStrategy};
 use shipment_sdk::model::{CreateShipment, WebhookUrl};
@@ -79,18 +81,13 @@ impl NewShipment {
             ));
         }
         for item in &items {
-            if item.trim().is_empty()
-                || item.chars().count() > MAX_SHORT_TEXT
-                || item.contains('\0')
-            {
+            if item.trim().is_empty() || item.chars().count() > MAX_SHORT_TEXT {
                 return Err(FieldError::invalid(
                     "items",
-                    format!(
-                        "each item must be 1 to {MAX_SHORT_TEXT} characters, not only spaces, \
-                         without NUL"
-                    ),
+                    format!("each item must be 1 to {MAX_SHORT_TEXT} characters, not only spaces"),
                 ));
             }
+            no_control_characters("items", item)?;
         }
         let webhook_url = req
             .webhook_url
@@ -115,11 +112,54 @@ fn text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>
             field,
             format!("`{field}` must be at most {max} characters"),
         )),
-        Some(v) if v.contains('\0') => Err(FieldError::invalid(
+        Some(v) => {
+            no_control_characters(field, &v)?;
+            Ok(Some(v))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Whether the server refuses `c` in the text it stores: a C0 control
+/// character other than tab and newline (so carriage return too), DEL, or
+/// a C1 control character (U+0080 to U+009F).
+///
+/// Whatever the server stores, it hands out again: to the dashboard, to
+/// `shipctl` on a merchant's terminal, to webhook receivers' logs. An
+/// escape sequence there (`ESC ] 0 ; … BEL`, `ESC [ 2 J`, or their one-
+/// character C1 forms such as U+009B) would let one account rewrite
+/// another's terminal, so none is let in. Tab and newline are text; NUL
+/// is among the refused (PostgreSQL's `text` cannot hold it anyway).
+pub fn is_refused_control(c: char) -> bool {
+    matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+}
+
+/// What [`is_refused_control`] refuses, in words, for messages.
+pub const CONTROL_CHARACTERS: &str =
+    "control characters (U+0000 to U+001F except tab and newline, U+007F to U+009F)";
+
+/// The first character of `value` that [`is_refused_control`] refuses,
+/// described by its code point and position (`U+001B at character 3`):
+/// never the character itself, which a terminal showing the message would
+/// obey.
+pub fn control_character(value: &str) -> Option<String> {
+    let (at, c) = value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| is_refused_control(*c))?;
+    Some(format!("U+{:04X} at character {}", u32::from(c), at + 1))
+}
+
+/// Refuses `value` when it holds a control character
+/// ([`is_refused_control`]): `invalid_field` naming `field` and the first
+/// such character ([`control_character`]).
+pub fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError> {
+    match control_character(value) {
+        None => Ok(()),
+        Some(found) => Err(FieldError::invalid(
             field,
-            format!("`{field}` must not contain NUL characters"),
+            format!("`{field}` must not contain {CONTROL_CHARACTERS}: {found}"),
         )),
-        other => Ok(other),
     }
 }
 
@@ -251,6 +291,70 @@ mod tests {
             NewShipment::parse(req().item("")).unwrap_err().field,
             "items"
         );
+    }
+
+    #[test]
+    fn control_characters_are_refused_and_tab_and_newline_are_not() {
+        // (text, refused at: the code point and the character's position)
+        let table: [(&str, Option<(&str, usize)>); 16] = [
+            ("plain text", None),
+            ("two\nlines\tand a tab", None),
+            ("Zoë, 東京, emoji 📦, NBSP\u{a0}here", None),
+            ("\u{1b}]0;pwned\u{7}", Some(("U+001B", 1))),
+            ("box\u{1b}[2J", Some(("U+001B", 4))),
+            ("bell\u{7}", Some(("U+0007", 5))),
+            ("nul\0", Some(("U+0000", 4))),
+            ("carriage\rreturn", Some(("U+000D", 9))),
+            ("vertical\u{b}tab", Some(("U+000B", 9))),
+            ("form\u{c}feed", Some(("U+000C", 5))),
+            ("unit\u{1f}separator", Some(("U+001F", 5))),
+            ("delete\u{7f}", Some(("U+007F", 7))),
+            ("c1 \u{80}", Some(("U+0080", 4))),
+            ("csi \u{9b}2J", Some(("U+009B", 5))),
+            ("osc \u{9d}0;x\u{9c}", Some(("U+009D", 5))),
+            ("last c1 \u{9f}", Some(("U+009F", 9))),
+        ];
+        for (text, refused) in table {
+            match (no_control_characters("f", text), refused) {
+                (Ok(()), None) => {}
+                (Err(e), Some((code_point, at))) => {
+                    assert_eq!(e.field, "f", "{text:?}");
+                    assert_eq!(e.kind, crate::domain::FieldErrorKind::Invalid);
+                    assert!(
+                        e.detail
+                            .ends_with(&format!("{code_point} at character {at}")),
+                        "{text:?}: {}",
+                        e.detail
+                    );
+                    assert!(!e.detail.chars().any(is_refused_control), "{text:?}");
+                }
+                (got, want) => panic!("{text:?}: {got:?}, expected {want:?}"),
+            }
+        }
+        // The edges of the ranges, one by one.
+        for c in ['\u{8}', '\u{b}', '\u{1f}', '\u{7f}', '\u{9f}'] {
+            assert!(is_refused_control(c), "{c:?}");
+        }
+        for c in ['\t', '\n', ' ', '~', '\u{a0}', '\u{2028}'] {
+            assert!(!is_refused_control(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn every_text_field_of_a_create_is_checked_for_control_characters() {
+        let bad = "\u{1b}]0;pwned\u{7}\u{1b}[2J".to_owned();
+        let cases: [(&str, CreateShipment); 5] = [
+            ("description", req().description(bad.clone())),
+            ("dimensions", req().dimensions(bad.clone())),
+            ("items", req().item("ok").item(bad.clone())),
+            ("start_address", req().start_address(bad.clone())),
+            ("end_address", req().end_address(bad.clone())),
+        ];
+        for (field, request) in cases {
+            assert_eq!(NewShipment::parse(request).unwrap_err().field, field);
+        }
+        let ok = NewShipment::parse(req().description("line one\n\tline two")).unwrap();
+        assert_eq!(ok.description.as_deref(), Some("line one\n\tline two"));
     }
 
     #[test]

@@ -82,11 +82,12 @@ async fn list_drivers(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateDriver {
-    /// Display name, 1 to 500 characters (not only spaces).
+    /// Display name, 1 to 500 characters (not only spaces), without control
+    /// characters other than tab and newline.
     #[schema(
         min_length = 1,
         max_length = 500,
-        pattern = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$"
+        pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*[^\\x00-\\x20\\x7F-\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$"
     )]
     name: String,
 }
@@ -217,11 +218,12 @@ async fn return_shipment(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct FailShipment {
-    /// Why the attempt failed, 1 to 500 characters (not only spaces).
+    /// Why the attempt failed, 1 to 500 characters (not only spaces),
+    /// without control characters other than tab and newline.
     #[schema(
         min_length = 1,
         max_length = 500,
-        pattern = "^[^\\x00]*[^\\x00\\t\\n\\x0B\\f\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00]*$"
+        pattern = "^[^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*[^\\x00-\\x20\\x7F-\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\x00-\\x08\\x0B-\\x1F\\x7F-\\x9F]*$"
     )]
     reason: String,
 }

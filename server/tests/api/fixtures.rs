@@ -44,6 +44,7 @@ shipment_testkit::db_tests!(
     the_issues_example_works_end_to_end,
     applying_twice_creates_nothing_twice,
     each_refusal_names_its_line_and_applies_nothing,
+    a_file_over_one_mib_is_refused_without_being_read_whole,
     a_file_the_database_disagrees_with_is_refused_whole,
     processes_starting_at_once_make_everything_once,
 );
@@ -274,7 +275,7 @@ async fn refusal(db: Db, text: &str, allow_private: bool, line: usize) -> Option
 }
 
 async fn each_refusal_names_its_line_and_applies_nothing(db: Db) {
-    let cases: [(&str, String, usize, &str); 8] = [
+    let cases: [(&str, String, usize, &str); 11] = [
         (
             "a key of the other environment",
             EXAMPLE.replace("sk_test_", "sk_live_"),
@@ -323,12 +324,36 @@ async fn each_refusal_names_its_line_and_applies_nothing(db: Db) {
             22,
             "invalid type",
         ),
+        (
+            // Issue 28: serde escapes the quotes, which fooled the redaction.
+            "a value of the wrong type with escaped quotes in it",
+            EXAMPLE.replace(&format!("[\"{API_KEY}\"]"), r#""sk_test_\"LEAKME\"_rest""#),
+            22,
+            "`merchants.api_keys`: invalid type: string, expected a sequence",
+        ),
+        (
+            "a key with escaped quotes in it",
+            EXAMPLE.replace(API_KEY, r#"sk_test_\"LEAKME\"_rest"#),
+            22,
+            "`api_keys`: not a key",
+        ),
+        (
+            "a control character in a name",
+            EXAMPLE.replace("name = \"Acme\"", "name = \"Acme\\u001b]0;pwned\\u0007\""),
+            19,
+            "`name` must not contain control characters",
+        ),
     ];
     for (what, text, line, says) in cases {
         let Some(message) = refusal(db, &text, true, line).await else {
             return;
         };
         assert!(message.contains(says), "{what}: {message}");
+        assert!(!message.contains("LEAKME"), "{what}: {message}");
+        assert!(
+            !message.chars().any(|c| c.is_control() && c != '\n'),
+            "{what}: {message:?}"
+        );
     }
     // A host the server would not deliver to, unless private targets are
     // allowed: the same guard and message as registration.
@@ -337,6 +362,42 @@ async fn each_refusal_names_its_line_and_applies_nothing(db: Db) {
         message.contains("does not resolve to a public internet address"),
         "{message}"
     );
+}
+
+/// Issue 28: `/dev/zero` as the fixtures file took 6 GB in 20 s.
+async fn a_file_over_one_mib_is_refused_without_being_read_whole(db: Db) {
+    let Some(fresh) = FreshDb::create(db).await else {
+        return;
+    };
+    // The example, padded with a comment to 1 MiB and one byte.
+    let mut text = format!("{EXAMPLE}\n#");
+    text.push_str(&"x".repeat(1024 * 1024 + 1 - text.len()));
+    let over = FixturesFile::new(&text);
+    // The same, 1 MiB exactly, is applied.
+    let at_cap = FixturesFile::new(&text[..text.len() - 1]);
+    apply_again(&fresh.url, &at_cap.path)
+        .await
+        .expect("a file of 1 MiB is applied");
+    for path in [over.path.clone(), PathBuf::from("/dev/zero")] {
+        let mut config = Config::local(&fresh.url);
+        with_fixtures(&path)(&mut config);
+        // A generous bound: the capped read takes milliseconds; without a
+        // cap this never ends (and eats memory), so fail instead of hanging.
+        let built = tokio::time::timeout(Duration::from_secs(60), Application::build(&config))
+            .await
+            .expect("the file is refused, not read whole");
+        let message = match built {
+            Ok(_) => panic!("started with {}", path.display()),
+            Err(StartError::Fixtures(e)) => e.to_string(),
+            Err(other) => panic!("refused for another reason: {other}"),
+        };
+        assert!(
+            message.contains(&path.display().to_string())
+                && message.contains("larger than 1 MiB (1048576 bytes)"),
+            "{message}"
+        );
+    }
+    fresh.drop_database().await;
 }
 
 async fn a_file_the_database_disagrees_with_is_refused_whole(db: Db) {

@@ -416,3 +416,193 @@ async fn a_new_sqlite_database_is_readable_by_its_owner_only() {
     drop(app);
     fresh.drop_database().await;
 }
+
+// Issue 28, item 3: what the server stores, it hands out again, to
+// terminals among others; no control character gets in.
+
+db_tests!(
+    control_characters_are_refused_in_every_text_a_request_stores,
+    admin_commands_refuse_control_characters_in_what_they_store,
+);
+
+/// A courier rewriting a merchant's terminal: set its title, clear it.
+const TERMINAL_ATTACK: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+
+/// Checks that `got` is 400 `invalid_field` naming `field`, with a detail
+/// that shows no control character itself.
+#[track_caller]
+fn refused_field(got: &(StatusCode, Value), field: &str) -> Value {
+    let problem = assert_problem(got, 400, "invalid_field");
+    assert_eq!(problem["field"], field, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("control characters"), "{problem}");
+    assert!(
+        !detail
+            .chars()
+            .any(|c| c.is_control() && c != '\t' && c != '\n'),
+        "{problem}"
+    );
+    problem
+}
+
+async fn control_characters_are_refused_in_every_text_a_request_stores(app: &TestApp) {
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = app.login(&email, &password).await;
+
+    // Every text field of a create, and each kind of control character:
+    // C0 (ESC, CR), DEL and C1 (the one-character CSI).
+    let mut cases = Vec::new();
+    for field in ["description", "dimensions", "start_address", "end_address"] {
+        for text in [TERMINAL_ATTACK, "a\rb", "a\u{7f}b", "\u{9b}2J"] {
+            cases.push((field, json!({ field: text })));
+        }
+    }
+    cases.push(("items", json!({"items": ["box", TERMINAL_ATTACK]})));
+    cases.push(("items", json!({"items": ["\u{85}\u{9d}0;x\u{9c}"]})));
+    for (field, mut body) in cases {
+        body["courier_company_id"] = json!(f.courier_id);
+        let got = send(app.req(Method::POST, "/shipments", &f.key).json(&body)).await;
+        let problem = refused_field(&got, field);
+        if field == "description" && body[field] == TERMINAL_ATTACK {
+            insta::with_settings!({ prepend_module_to_snapshot => false }, {
+                insta::assert_json_snapshot!(
+                    "control_character_in_description",
+                    problem,
+                    { ".request_id" => "[request_id]" }
+                );
+            });
+        }
+    }
+    let (_, list) = send(app.req(Method::GET, "/shipments", &f.key)).await;
+    assert_eq!(list["total"], 0, "nothing was created: {list}");
+
+    // Tab and newline are text, stored and shown as sent.
+    let text = "line one\n\tline two";
+    let created = app
+        .create(
+            &f,
+            json!({"courier_company_id": f.courier_id, "description": text, "items": [text]}),
+        )
+        .await;
+    assert_eq!(created["description"], text, "{created}");
+    assert_eq!(created["items"][0], text, "{created}");
+
+    // A courier's failure reason; at its ends too, where trimming would
+    // have dropped it (the OpenAPI pattern refuses it anywhere).
+    let code = created["code"].as_str().unwrap();
+    app.advance(&f, code, "in_transit").await;
+    for reason in [
+        format!("not home{TERMINAL_ATTACK}"),
+        "\u{85}not home\r".into(),
+    ] {
+        let got = send(
+            app.req(
+                Method::POST,
+                &format!("/courier/shipments/{code}/fail"),
+                &f.courier_key,
+            )
+            .json(&json!({ "reason": reason })),
+        )
+        .await;
+        refused_field(&got, "reason");
+    }
+    let (_, shipment) = send(app.req(Method::GET, &format!("/shipments/{code}"), &f.key)).await;
+    assert_eq!(shipment["status"], "in_transit", "{shipment}");
+    assert_eq!(shipment["failure_reason"], Value::Null, "{shipment}");
+
+    // A driver's name.
+    for name in [format!("Eve{TERMINAL_ATTACK}"), "Eve\r".into()] {
+        let got = send(
+            app.req(Method::POST, "/courier/drivers", &f.courier_key)
+                .json(&json!({ "name": name })),
+        )
+        .await;
+        refused_field(&got, "name");
+    }
+    let (_, drivers) = send(app.req(Method::GET, "/courier/drivers", &f.courier_key)).await;
+    assert_eq!(drivers["data"].as_array().unwrap().len(), 1, "{drivers}");
+
+    // An API key's name.
+    for name in [format!("ci{TERMINAL_ATTACK}"), "\u{b}ci".into()] {
+        let got = send(
+            app.bearer(Method::POST, "/api-keys", &token)
+                .json(&json!({ "name": name })),
+        )
+        .await;
+        refused_field(&got, "name");
+    }
+    let (_, keys) = send(app.bearer(Method::GET, "/api-keys", &token)).await;
+    assert_eq!(keys["data"].as_array().unwrap().len(), 1, "{keys}");
+
+    // A sign-in's e-mail (attempts are stored by e-mail).
+    for typed in [format!("a\u{1b}[2J{email}"), format!("{email}\r")] {
+        let got = send(
+            app.client
+                .post(format!("{}/auth/login", app.base))
+                .json(&json!({"email": typed, "password": password})),
+        )
+        .await;
+        refused_field(&got, "email");
+    }
+}
+
+async fn admin_commands_refuse_control_characters_in_what_they_store(app: &TestApp) {
+    let f = app.fixture().await;
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let commands = [
+        (
+            "--name",
+            AdminCommand::CreateMerchant {
+                name: format!("Shop{TERMINAL_ATTACK}"),
+                email: format!("{unique}@example.com"),
+                password: "correct horse battery".into(),
+            },
+        ),
+        (
+            "--email",
+            AdminCommand::CreateMerchant {
+                name: "Shop".into(),
+                email: format!("{unique}\u{9b}@example.com"),
+                password: "correct horse battery".into(),
+            },
+        ),
+        (
+            "--name",
+            AdminCommand::CreateApiKey {
+                merchant_id: f.merchant_id,
+                name: format!("ci{TERMINAL_ATTACK}"),
+            },
+        ),
+        (
+            "--name",
+            AdminCommand::CreateCourier {
+                name: format!("Swift\r{unique}"),
+                base_fee: "5".parse().unwrap(),
+                per_kg: "1".parse().unwrap(),
+                per_km: "0.1".parse().unwrap(),
+            },
+        ),
+        (
+            "--name",
+            AdminCommand::CreateDriver {
+                courier_id: f.courier_id,
+                name: format!("Eve{TERMINAL_ATTACK}"),
+            },
+        ),
+    ];
+    for (flag, command) in commands {
+        let what = format!("{command:?}");
+        let err = command
+            .run(&app.store, Environment::Staging)
+            .await
+            .expect_err(&what)
+            .to_string();
+        assert!(
+            err.starts_with(&format!("{flag} must not contain control characters")),
+            "{what}: {err}"
+        );
+    }
+    let (_, drivers) = send(app.req(Method::GET, "/courier/drivers", &f.courier_key)).await;
+    assert_eq!(drivers["data"].as_array().unwrap().len(), 1, "{drivers}");
+}

@@ -376,7 +376,9 @@ fn parse_fault(r: ArmFault) -> Result<Fault, FieldError> {
              /shipments/{code}, at most 2048 bytes",
         ));
     }
-    if path.bytes().any(|b| b.is_ascii_control() || b == b' ') || path.contains(['?', '#']) {
+    if path.contains(crate::domain::validation::is_refused_control)
+        || path.contains(['\t', '\n', ' ', '?', '#'])
+    {
         return Err(path_error(
             "`path` is a path without spaces, control characters, query or fragment",
         ));

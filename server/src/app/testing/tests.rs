@@ -63,6 +63,12 @@ fn a_fault_takes_one_kind_a_known_status_and_a_path_under_the_api() {
         "/api/v1/shipments",
         "/testing/faults",
         "/a?b=1",
+        "/a\tb",
+        "/a\nb",
+        "/a\u{1b}[2J",
+        // C1 controls are not ASCII, yet a terminal obeys them.
+        "/a\u{9b}2J",
+        "/a\u{85}",
     ] {
         let json = serde_json::json!({"method": "GET", "path": path, "status": 500});
         assert_eq!(refused(json), (Invalid, "path".into()), "{path}");
