@@ -77,7 +77,22 @@ pub struct WebhookArgs {
     /// the same database.
     #[arg(long, env = "SHIPMENT_NO_WEBHOOK_DELIVERY")]
     pub no_webhook_delivery: bool,
+    /// Most changes a merchant may have redelivered in any minute, across
+    /// its webhooks (single and bulk redeliveries alike); beyond it a
+    /// redelivery is 429 and a bulk one queues what is left. Counted in the
+    /// database, so it holds across processes sharing one.
+    #[arg(
+        long,
+        env = "SHIPMENT_REDELIVERIES_PER_MINUTE",
+        default_value_t = DEFAULT_REDELIVERIES_PER_MINUTE,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub redeliveries_per_minute: u32,
 }
+
+/// The default of `--redeliveries-per-minute`.
+pub const DEFAULT_REDELIVERIES_PER_MINUTE: u32 =
+    crate::store::outbox::RedeliveryBudget::DEFAULT_PER_MINUTE;
 
 impl Default for WebhookArgs {
     fn default() -> Self {
@@ -88,6 +103,7 @@ impl Default for WebhookArgs {
             outbox_poll_ms: 200,
             outbox_lease_secs: 60,
             no_webhook_delivery: false,
+            redeliveries_per_minute: DEFAULT_REDELIVERIES_PER_MINUTE,
         }
     }
 }

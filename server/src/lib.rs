@@ -145,6 +145,8 @@ impl Application {
             outbox_signal,
         );
         shared.dashboard_secure_cookies = config.dashboard_secure_cookies;
+        shared.redelivery_budget =
+            store::outbox::RedeliveryBudget::per_minute(config.webhooks.redeliveries_per_minute);
         shared.test_controls = test_controls;
         shared.listeners = listeners.clone();
         let state = app::AppState::new(shared);

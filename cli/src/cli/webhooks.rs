@@ -55,6 +55,15 @@ pub enum WebhooksCommand {
     /// version as the first time, signed with the webhook's current key,
     /// even while the webhook is disabled; the new attempts appear in its
     /// delivery log as redeliveries. Nothing is retried unless asked.
+    ///
+    /// Bounded by the service: while a redelivery of a change to the
+    /// webhook is waiting, asking for it again fails with exit 5 (409
+    /// invalid_state, naming the waiting one), and --failed-since skips
+    /// it. Your account may have at most 1000 changes redelivered per
+    /// minute across its webhooks (the server's --redeliveries-per-minute):
+    /// beyond that a delivery fails with exit 6 (429, saying when to try
+    /// again), and --failed-since queues what is left and says so; run it
+    /// again a minute later for the rest.
     #[command(
         group(ArgGroup::new("which").required(true).args(["delivery_id", "failed_since"])),
         override_usage = "shipctl webhooks redeliver <ID> <DELIVERY_ID>\n       \

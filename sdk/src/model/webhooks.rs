@@ -221,9 +221,11 @@ pub struct RedeliveryQueued {
     /// Redeliveries queued: 1 for one delivery; for failures, one per
     /// change, however many of its attempts failed.
     pub queued: u32,
-    /// More failures matched than one call queues (10,000). Changes whose
+    /// More failures matched than were queued: more than one call queues
+    /// (10,000), or than the merchant's budget of redelivered changes per
+    /// minute had left (the answer then has `Retry-After`). Changes whose
     /// redelivery is still waiting are skipped, so calling again with the
-    /// same range queues the rest.
+    /// same range (after `Retry-After`, when given) queues the rest.
     pub truncated: bool,
 }
 

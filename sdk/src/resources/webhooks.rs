@@ -123,6 +123,13 @@ impl<'a> Webhooks<'a> {
     /// `redelivery_of: Some(delivery_id)`. A webhook that is not yours, or
     /// a delivery that is not one of its own, is a 404.
     ///
+    /// One redelivery of a change to a webhook waits at a time: while one
+    /// does, asking again is a 409 `invalid_state` ([`Error::is_conflict`](crate::Error::is_conflict))
+    /// whose detail names the waiting one. Beyond the merchant's budget of
+    /// redelivered changes per minute (1,000 by default, the operator's
+    /// `--redeliveries-per-minute`), it is a 429
+    /// ([`Error::is_rate_limited`](crate::Error::is_rate_limited), [`Error::retry_after`](crate::Error::retry_after)).
+    ///
     /// Never repeated by the SDK on a retryable failure: a repeat would
     /// send it twice.
     ///
@@ -153,10 +160,14 @@ impl<'a> Webhooks<'a> {
     /// `since` until `until` (now when `None`), both included, and has not
     /// been delivered to it successfully since (`POST /webhooks/:id/redeliver`):
     /// once per change however many of its attempts failed, oldest first.
-    /// At most 10,000 per call; when more matched, the answer is
-    /// `truncated`, and calling again with the same range queues the rest
-    /// (changes whose redelivery is still waiting are skipped). `until`
-    /// before `since` is a 400 naming `failed_until`.
+    /// At most 10,000 per call, and at most what the merchant's budget of
+    /// redelivered changes per minute has left (1,000 by default, the
+    /// operator's `--redeliveries-per-minute`); when more matched, the
+    /// answer is `truncated`, and calling again with the same range queues
+    /// the rest (changes whose redelivery is still waiting are skipped).
+    /// When changes match and the budget has no room left, it is a 429
+    /// ([`Error::is_rate_limited`](crate::Error::is_rate_limited)) whose [`Error::retry_after`](crate::Error::retry_after) says when
+    /// it has. `until` before `since` is a 400 naming `failed_until`.
     ///
     /// Never repeated by the SDK on a retryable failure.
     ///
@@ -167,10 +178,19 @@ impl<'a> Webhooks<'a> {
     /// let hook = WebhookId::new(3);
     /// let since = Utc::now() - Duration::hours(6);
     /// loop {
-    ///     let queued = dashboard.webhooks().redeliver_failures(hook, since, None).await?;
-    ///     println!("queued {} redeliveries", queued.queued);
-    ///     if !queued.truncated {
-    ///         break;
+    ///     match dashboard.webhooks().redeliver_failures(hook, since, None).await {
+    ///         Ok(queued) => {
+    ///             println!("queued {} redeliveries", queued.queued);
+    ///             if !queued.truncated {
+    ///                 break;
+    ///             }
+    ///         }
+    ///         // The budget per minute is used: wait as asked, then the rest.
+    ///         Err(e) if e.is_rate_limited() => {
+    ///             let wait = e.retry_after().unwrap_or(std::time::Duration::from_secs(60));
+    ///             tokio::time::sleep(wait).await;
+    ///         }
+    ///         Err(e) => return Err(e),
     ///     }
     /// }
     /// # Ok(()) }

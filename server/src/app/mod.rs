@@ -74,6 +74,9 @@ pub struct Shared {
     /// Mark the dashboard's cookies `Secure` even when no proxy says the
     /// browser came over HTTPS.
     pub dashboard_secure_cookies: bool,
+    /// How many changes a merchant may have redelivered per minute
+    /// (`--redeliveries-per-minute`).
+    pub redelivery_budget: crate::store::outbox::RedeliveryBudget,
     /// Faults and duplicate deliveries armed by merchants, when the server
     /// runs with `--test-controls`; `None` otherwise.
     pub test_controls: Option<Arc<testing::TestControls>>,
@@ -111,6 +114,7 @@ impl Shared {
             password_checks: Arc::new(tokio::sync::Semaphore::new(cores)),
             outbox_signal,
             dashboard_secure_cookies: false,
+            redelivery_budget: crate::store::outbox::RedeliveryBudget::default(),
             test_controls: None,
             listeners: crate::webhooks::listeners::Listeners::new(),
             key_cache: Arc::default(),
@@ -161,6 +165,22 @@ pub enum Error {
     /// The merchant has as many listeners connected as it may.
     #[error(transparent)]
     TooManyListeners(#[from] crate::webhooks::listeners::TooManyListeners),
+    /// A redelivery of this change to this webhook is waiting already (the
+    /// message names it); another is not queued until it has been sent.
+    #[error("{0}")]
+    RedeliveryWaiting(String),
+    /// The merchant has had as many changes redelivered in the last minute
+    /// as its budget allows.
+    #[error(
+        "you have had {per_minute} changes redelivered in the last minute, as many as a minute \
+         allows; try again in {retry_after_secs} s"
+    )]
+    RedeliveryBudget {
+        /// The budget (`--redeliveries-per-minute`).
+        per_minute: u32,
+        /// Seconds until it has room for one more.
+        retry_after_secs: u64,
+    },
     /// The database failed (a server fault; details are logged, not shown).
     #[error(transparent)]
     Store(#[from] StoreError),

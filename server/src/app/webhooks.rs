@@ -14,6 +14,7 @@ use crate::domain::FieldError;
 use crate::domain::keys;
 use crate::domain::validation::webhook_url;
 use crate::store::StoreError;
+use crate::store::outbox::{BulkRedelivery, Redelivery, RedeliveryBudget};
 use crate::store::webhooks::{DeliveryRecord, WebhookInfo};
 use crate::webhooks::guard;
 
@@ -182,7 +183,9 @@ pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<Si
 /// them alongside every live change, so a bound keeps one call from
 /// flooding the outbox (and the receiver that just came back). When more
 /// failures match, the answer says `truncated`, and calling again queues
-/// the rest: changes whose redelivery is still waiting are skipped.
+/// the rest: changes whose redelivery is still waiting are skipped. The
+/// merchant's budget per minute (`--redeliveries-per-minute`) bounds it
+/// further.
 pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
 
 /// Sends delivery `delivery_id` of the merchant's webhook `id` again,
@@ -190,6 +193,12 @@ pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
 /// webhook's URL, signed with its current key, even if the webhook is
 /// disabled now (a person asked for it). A successful delivery may be
 /// sent again too. The new attempt is logged with `redelivery_of`.
+///
+/// Bounded, because each one is a POST to an address the merchant chose:
+/// while a redelivery of the same change to the same webhook waits, another
+/// is refused ([`Error::RedeliveryWaiting`], naming it), and beyond the
+/// merchant's budget of redelivered changes per minute
+/// ([`Error::RedeliveryBudget`]).
 pub async fn redeliver(
     state: &AppState,
     merchant_id: i64,
@@ -197,27 +206,61 @@ pub async fn redeliver(
     delivery_id: DeliveryId,
 ) -> Result<RedeliveryQueued> {
     get_webhook(state, merchant_id, id).await?;
-    state
+    let budget = state.redelivery_budget;
+    match state
         .store
-        .redeliver(merchant_id, id.get(), delivery_id.get())
+        .redeliver(merchant_id, id.get(), delivery_id.get(), budget)
         .await?
-        .ok_or_else(|| Error::NotFound("this webhook has no delivery with this id".into()))?;
-    state.outbox_signal.notify_one();
-    Ok(RedeliveryQueued::new(1, false))
+    {
+        Redelivery::Queued(_) => {
+            state.outbox_signal.notify_one();
+            Ok(RedeliveryQueued::new(1, false))
+        }
+        Redelivery::NoSuchDelivery => Err(Error::NotFound(
+            "this webhook has no delivery with this id".into(),
+        )),
+        Redelivery::Waiting(w) => Err(Error::RedeliveryWaiting(format!(
+            "a redelivery of {} version {} to webhook {id} is already waiting: {} (of delivery \
+             {}, queued at {}); it is sent once, and may be asked for again after it has been \
+             attempted",
+            w.shipment_code,
+            w.version,
+            // The delivery id the dispatcher will send it under.
+            format_args!("dlv_{}_w{id}", w.outbox_id),
+            w.redelivery_of,
+            shipment_sdk::model::timestamp::format(&w.queued_at),
+        ))),
+        Redelivery::OverBudget(wait) => Err(over_budget(budget, wait)),
+    }
+}
+
+/// A bulk redelivery's outcome: what was queued, and, when the budget
+/// (not the limit of one call) left changes out, how long until it has
+/// room again (the answer's `Retry-After`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkQueued {
+    /// The answer's body.
+    pub queued: RedeliveryQueued,
+    /// Seconds until the budget has room again, when it cut the call.
+    pub retry_after_secs: Option<u64>,
 }
 
 /// Sends again, through the outbox, every change whose delivery to the
 /// merchant's webhook `id` failed between `since` and `until` (now when
 /// `None`), both included, and has not been delivered to it successfully
 /// since: once per change however many attempts failed (naming the latest
-/// failed one), oldest first, at most [`MAX_REDELIVERIES_PER_CALL`].
+/// failed one), oldest first, at most [`MAX_REDELIVERIES_PER_CALL`] and at
+/// most what the merchant's budget per minute has left. Changes whose
+/// redelivery is still waiting are skipped, so calling again never queues
+/// one twice. When changes match and the budget has no room left at all:
+/// [`Error::RedeliveryBudget`].
 pub async fn redeliver_failures(
     state: &AppState,
     merchant_id: i64,
     id: WebhookId,
     since: DateTime<Utc>,
     until: Option<DateTime<Utc>>,
-) -> Result<RedeliveryQueued> {
+) -> Result<BulkQueued> {
     // An explicit range must make sense; a `since` a little ahead of the
     // server's clock (with `until` left to now) matches nothing, no error.
     if until.is_some_and(|until| until < since) {
@@ -229,7 +272,8 @@ pub async fn redeliver_failures(
     }
     let until = until.unwrap_or_else(crate::store::now);
     get_webhook(state, merchant_id, id).await?;
-    let (queued, truncated) = state
+    let budget = state.redelivery_budget;
+    match state
         .store
         .redeliver_failures(
             merchant_id,
@@ -237,12 +281,33 @@ pub async fn redeliver_failures(
             since,
             until,
             MAX_REDELIVERIES_PER_CALL,
+            budget,
         )
-        .await?;
-    if queued > 0 {
-        state.outbox_signal.notify_one();
+        .await?
+    {
+        BulkRedelivery::Queued {
+            queued,
+            truncated,
+            retry_after,
+        } => {
+            if queued > 0 {
+                state.outbox_signal.notify_one();
+            }
+            Ok(BulkQueued {
+                queued: RedeliveryQueued::new(queued, truncated),
+                retry_after_secs: retry_after.map(|wait| wait.as_secs()),
+            })
+        }
+        BulkRedelivery::OverBudget(wait) => Err(over_budget(budget, wait)),
     }
-    Ok(RedeliveryQueued::new(queued, truncated))
+}
+
+/// The merchant has used its budget; room comes after `wait`.
+fn over_budget(budget: RedeliveryBudget, wait: std::time::Duration) -> Error {
+    Error::RedeliveryBudget {
+        per_minute: budget.get(),
+        retry_after_secs: wait.as_secs().max(1),
+    }
 }
 
 /// A page of the delivery history of the merchant's shipment `code`:

@@ -183,14 +183,15 @@ pub(crate) fn status_of(e: &app::Error) -> StatusCode {
         app::Error::Refused(Refusal::Field(_) | Refusal::ConfirmationCode(_)) => {
             StatusCode::BAD_REQUEST
         }
-        app::Error::Refused(_) | app::Error::IdempotencyKeyReused | app::Error::WebhookUrlTaken => {
-            StatusCode::CONFLICT
-        }
+        app::Error::Refused(_)
+        | app::Error::IdempotencyKeyReused
+        | app::Error::WebhookUrlTaken
+        | app::Error::RedeliveryWaiting(_) => StatusCode::CONFLICT,
         app::Error::NotFound(_) => StatusCode::NOT_FOUND,
         app::Error::WrongCredentials => StatusCode::UNAUTHORIZED,
-        app::Error::Throttled { .. } | app::Error::TooManyListeners(_) => {
-            StatusCode::TOO_MANY_REQUESTS
-        }
+        app::Error::Throttled { .. }
+        | app::Error::TooManyListeners(_)
+        | app::Error::RedeliveryBudget { .. } => StatusCode::TOO_MANY_REQUESTS,
         e if e.is_temporary() => StatusCode::SERVICE_UNAVAILABLE,
         app::Error::Store(_) | app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -42,8 +42,19 @@ pub(crate) enum Back<'a> {
 pub(crate) enum Queued {
     /// One delivery is being sent again (`?redelivered=ID`).
     One(DeliveryId),
-    /// Failures since a time (`?queued=N`, with `&truncated` when cut).
-    Failures { queued: u64, truncated: bool },
+    /// Nothing queued: a redelivery of that delivery's change to the
+    /// webhook is waiting already (`?waiting=ID`).
+    Waiting(DeliveryId),
+    /// Nothing queued: the budget of redelivered changes per minute is
+    /// used (`?limited=SECS`, when it has room again).
+    Limited { retry_after_secs: u64 },
+    /// Failures since a time (`?queued=N`, with `&truncated` when cut, and
+    /// `&retry_after=SECS` when the budget cut it).
+    Failures {
+        queued: u64,
+        truncated: bool,
+        retry_after_secs: Option<u64>,
+    },
 }
 
 impl Queued {
@@ -52,39 +63,96 @@ impl Queued {
     /// the page's own parsing. Malformed notice parameters are dropped: they
     /// only ever come from this dashboard's redirects.
     pub(crate) fn take(raw: &str) -> (Option<Queued>, String) {
-        let (mut one, mut many, mut truncated) = (None, None, false);
+        let (mut one, mut waiting, mut limited, mut many, mut truncated, mut retry_after) =
+            (None, None, None, None, false, None);
         let mut rest = url::form_urlencoded::Serializer::new(String::new());
         for (name, value) in url::form_urlencoded::parse(raw.as_bytes()) {
             match name.as_ref() {
                 "redelivered" => one = value.parse::<i64>().ok().map(DeliveryId::new),
+                "waiting" => waiting = value.parse::<i64>().ok().map(DeliveryId::new),
+                "limited" => limited = value.parse::<u64>().ok(),
                 "queued" => many = value.parse::<u64>().ok(),
                 "truncated" => truncated = true,
+                "retry_after" => retry_after = value.parse::<u64>().ok(),
                 _ => {
                     rest.append_pair(&name, &value);
                 }
             }
         }
-        let queued = match (one, many) {
-            (Some(id), _) => Some(Queued::One(id)),
-            (None, Some(queued)) => Some(Queued::Failures { queued, truncated }),
-            (None, None) => None,
+        let queued = match (one, waiting, limited, many) {
+            (Some(id), ..) => Some(Queued::One(id)),
+            (None, Some(id), ..) => Some(Queued::Waiting(id)),
+            (None, None, Some(retry_after_secs), _) => Some(Queued::Limited { retry_after_secs }),
+            (None, None, None, Some(queued)) => Some(Queued::Failures {
+                queued,
+                truncated,
+                retry_after_secs: retry_after.filter(|_| truncated),
+            }),
+            (None, None, None, None) => None,
         };
         (queued, rest.finish())
     }
 
+    /// The query that says it, for a redirect: the inverse of
+    /// [`Queued::take`].
+    fn query(self) -> String {
+        match self {
+            Queued::One(id) => format!("redelivered={id}"),
+            Queued::Waiting(id) => format!("waiting={id}"),
+            Queued::Limited { retry_after_secs } => format!("limited={retry_after_secs}"),
+            Queued::Failures {
+                queued,
+                truncated,
+                retry_after_secs,
+            } => {
+                let mut query = format!("queued={queued}");
+                if truncated {
+                    query.push_str("&truncated");
+                }
+                if let Some(secs) = retry_after_secs {
+                    query.push_str(&format!("&retry_after={secs}"));
+                }
+                query
+            }
+        }
+    }
+
     /// The notice that says it.
     pub(crate) fn notice(self) -> Markup {
-        let text = match self {
-            Queued::One(id) => format!(
-                "Delivery #{id} is being sent again. The new attempt appears in the log as a \
-                 redelivery of #{id} once it has been sent: reload the page to see it."
+        let (tone, text) = match self {
+            Queued::One(id) => (
+                Tone::Success,
+                format!(
+                    "Delivery #{id} is being sent again. The new attempt appears in the log as a \
+                     redelivery of #{id} once it has been sent: reload the page to see it."
+                ),
             ),
-            Queued::Failures { queued: 0, .. } => {
+            Queued::Waiting(id) => (
+                Tone::Warning,
+                format!(
+                    "Nothing more was queued: a redelivery of the change of delivery #{id} to \
+                     this webhook is already waiting, and is sent shortly. Once it has been \
+                     attempted (reload the page to see it), it can be sent again."
+                ),
+            ),
+            Queued::Limited { retry_after_secs } => (
+                Tone::Error,
+                format!(
+                    "Nothing was queued: you have had as many changes redelivered in the last \
+                     minute as a minute allows. Try again in {retry_after_secs} s."
+                ),
+            ),
+            Queued::Failures { queued: 0, .. } => (
+                Tone::Success,
                 "Nothing to send again: no change failed in that time without being delivered \
                  since (or its redelivery is already waiting)."
-                    .to_owned()
-            }
-            Queued::Failures { queued, truncated } => {
+                    .to_owned(),
+            ),
+            Queued::Failures {
+                queued,
+                truncated,
+                retry_after_secs,
+            } => {
                 let (noun, shown) = if queued == 1 {
                     ("redelivery", "It appears in the log once it has been sent")
                 } else {
@@ -94,16 +162,21 @@ impl Queued {
                     "{queued} {noun} queued, one per change that failed in that time and has \
                      not been delivered since. {shown}."
                 );
-                if truncated {
-                    text.push_str(&format!(
+                match (truncated, retry_after_secs) {
+                    (true, Some(secs)) => text.push_str(&format!(
+                        " More failed than your budget of redelivered changes per minute has \
+                         left: send the form again in {secs} s to queue the rest."
+                    )),
+                    (true, None) => text.push_str(&format!(
                         " More failed than one request queues ({MAX_REDELIVERIES_PER_CALL}): \
                          send the form again to queue the rest."
-                    ));
+                    )),
+                    (false, _) => {}
                 }
-                text
+                (Tone::Success, text)
             }
         };
-        layout::notice(Tone::Success, &text)
+        layout::notice(tone, &text)
     }
 }
 
@@ -198,15 +271,25 @@ pub(crate) async fn redeliver_delivery(
     SignedForm { signed, form }: SignedForm,
 ) -> PageResult<Response> {
     let (id, delivery_id): (_, DeliveryId) = (numeric_id(&id)?, numeric_id(&delivery_id)?);
-    webhooks::redeliver(&state, signed.merchant_id(), id, delivery_id).await?;
+    // A redelivery waiting already, or a budget used up, is said on the
+    // page the button was on, as what was queued is.
+    let queued = match webhooks::redeliver(&state, signed.merchant_id(), id, delivery_id).await {
+        Ok(_) => Queued::One(delivery_id),
+        Err(app::Error::RedeliveryWaiting(_)) => Queued::Waiting(delivery_id),
+        Err(app::Error::RedeliveryBudget {
+            retry_after_secs, ..
+        }) => Queued::Limited { retry_after_secs },
+        Err(e) => return Err(e.into()),
+    };
     // The code goes into a Location header: only a well-formed one.
     let shipment = form
         .get("code")
         .filter(|_| form.get("back") == Some("shipment"))
         .and_then(|code| ShipmentCode::parse(code).ok());
+    let query = queued.query();
     Ok(match shipment {
-        Some(code) => see_other(&format!("/shipments/{code}?redelivered={delivery_id}")),
-        None => see_other(&format!("/webhooks/{id}?redelivered={delivery_id}")),
+        Some(code) => see_other(&format!("/shipments/{code}?{query}")),
+        None => see_other(&format!("/webhooks/{id}?{query}")),
     })
 }
 
@@ -236,30 +319,24 @@ pub(crate) async fn redeliver_failures(
         }
         Err(e) => Err(e.into()),
     };
-    match queued {
+    let (notice, status) = match queued {
         Ok(q) => {
-            let mut to = format!("/webhooks/{id}?queued={}", q.queued);
-            if q.truncated {
-                to.push_str("&truncated");
-            }
-            Ok(see_other(&to))
+            let queued = Queued::Failures {
+                queued: u64::from(q.queued.queued),
+                truncated: q.queued.truncated,
+                retry_after_secs: q.retry_after_secs,
+            };
+            return Ok(see_other(&format!("/webhooks/{id}?{}", queued.query())));
         }
-        Err(e @ app::Error::Field(_)) => {
-            let notice = layout::notice(Tone::Error, &layout::sentence(&e.to_string()));
-            let page = webhook_page(
-                &state,
-                &signed,
-                id,
-                "",
-                StatusCode::BAD_REQUEST,
-                Some(notice),
-                &typed,
-            )
-            .await?;
-            Ok(axum::response::IntoResponse::into_response(page))
-        }
-        Err(e) => Err(e.into()),
-    }
+        Err(e @ app::Error::Field(_)) => (e, StatusCode::BAD_REQUEST),
+        Err(e @ app::Error::RedeliveryBudget { .. }) => (e, StatusCode::TOO_MANY_REQUESTS),
+        Err(e) => return Err(e.into()),
+    };
+    // Shown again with the reason and what was typed, to send once fixed
+    // (or once the budget has room).
+    let notice = layout::notice(Tone::Error, &layout::sentence(&notice.to_string()));
+    let page = webhook_page(&state, &signed, id, "", status, Some(notice), &typed).await?;
+    Ok(axum::response::IntoResponse::into_response(page))
 }
 
 /// A form's date and time, as UTC: what a `datetime-local` field sends
@@ -319,10 +396,31 @@ mod tests {
             queued,
             Some(Queued::Failures {
                 queued: 3,
-                truncated: true
+                truncated: true,
+                retry_after_secs: None,
             })
         );
         assert_eq!(rest, "");
+        for said in [
+            Queued::One(DeliveryId::new(41)),
+            Queued::Waiting(DeliveryId::new(41)),
+            Queued::Limited {
+                retry_after_secs: 17,
+            },
+            Queued::Failures {
+                queued: 3,
+                truncated: true,
+                retry_after_secs: Some(17),
+            },
+            Queued::Failures {
+                queued: 0,
+                truncated: false,
+                retry_after_secs: None,
+            },
+        ] {
+            let query = format!("page=2&{}", said.query());
+            assert_eq!(Queued::take(&query), (Some(said), "page=2".to_owned()));
+        }
         let (queued, rest) = Queued::take("queued=lots&page_size=5");
         assert_eq!((queued, rest.as_str()), (None, "page_size=5"));
     }
@@ -335,13 +433,30 @@ mod tests {
         let none = notice(Queued::Failures {
             queued: 0,
             truncated: false,
+            retry_after_secs: None,
         });
         assert!(none.contains("Nothing to send again"), "{none}");
         let cut = notice(Queued::Failures {
             queued: 10_000,
             truncated: true,
+            retry_after_secs: None,
         });
         assert!(cut.contains("10000 redeliveries queued"), "{cut}");
-        assert!(cut.contains("send the form again"), "{cut}");
+        assert!(cut.contains("send the form again to queue"), "{cut}");
+        let budget = notice(Queued::Failures {
+            queued: 3,
+            truncated: true,
+            retry_after_secs: Some(42),
+        });
+        assert!(budget.contains("3 redeliveries queued"), "{budget}");
+        assert!(budget.contains("send the form again in 42 s"), "{budget}");
+        let waiting = notice(Queued::Waiting(DeliveryId::new(7)));
+        assert!(waiting.contains("already waiting"), "{waiting}");
+        assert!(waiting.contains("delivery #7"), "{waiting}");
+        let limited = notice(Queued::Limited {
+            retry_after_secs: 9,
+        });
+        assert!(limited.contains("Nothing was queued"), "{limited}");
+        assert!(limited.contains("Try again in 9 s"), "{limited}");
     }
 }

@@ -215,6 +215,12 @@ impl From<app::Error> for ApiError {
                 ApiError::rate_limited(e.to_string(), retry_after_secs)
             }
             e @ app::Error::TooManyListeners(_) => ApiError::rate_limited(e.to_string(), 5),
+            app::Error::RedeliveryWaiting(detail) => {
+                ApiError::conflict(ProblemCode::InvalidState, detail)
+            }
+            e @ app::Error::RedeliveryBudget {
+                retry_after_secs, ..
+            } => ApiError::rate_limited(e.to_string(), retry_after_secs),
             app::Error::Store(e) => e.into(),
             app::Error::Internal(cause) => ApiError::internal(&cause),
         }

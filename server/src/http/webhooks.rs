@@ -3,12 +3,13 @@
 //! history, and the shipment signing key.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{
-    Delivery, List, NewWebhook, Page, RedeliverFailures, RedeliveryQueued, RegisterWebhook,
-    SetWebhookActive, ShipmentCode, SigningKey, Webhook,
+    Delivery, List, NewWebhook, Page, Problem, RedeliverFailures, RedeliveryQueued,
+    RegisterWebhook, SetWebhookActive, ShipmentCode, SigningKey, Webhook,
 };
 
 use super::ApiError;
@@ -188,6 +189,14 @@ async fn deliveries(
 /// under a new `X-Service-Delivery-Id`. A successful delivery may be sent
 /// again too. 404 when the webhook is not yours or the delivery is not one
 /// of its own. Failed deliveries are never retried without being asked.
+///
+/// Bounded: while a redelivery of the same change to this webhook waits
+/// (queued or being sent), asking again is 409 `invalid_state`, whose
+/// `detail` names the waiting one (its delivery id, the delivery it
+/// repeats, when it was queued); once it has been attempted it may be
+/// asked for again. Beyond your budget of redelivered changes per minute,
+/// across your webhooks (`--redeliveries-per-minute`, 1,000 by default),
+/// it is 429 `rate_limited` with `Retry-After`.
 #[utoipa::path(
     post,
     path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
@@ -197,7 +206,15 @@ async fn deliveries(
     params(DeliveryParams),
     responses(
         (status = 202, description = "Queued: `{\"queued\": 1, \"truncated\": false}`", body = RedeliveryQueued),
-        Problems
+        Problems,
+        (status = 409, description = "`invalid_state`: a redelivery of this change to this webhook is waiting already; `detail` names it", body = Problem, content_type = "application/problem+json"),
+        (
+            status = 429,
+            description = "`rate_limited`: your budget of redelivered changes per minute is used",
+            body = Problem,
+            content_type = "application/problem+json",
+            headers(("Retry-After" = u64, description = "Seconds until the budget has room again"))
+        )
     )
 )]
 async fn redeliver_delivery(
@@ -214,10 +231,17 @@ async fn redeliver_delivery(
 /// `failed_since` and `failed_until` (default: now), both included, and
 /// has not been delivered to it successfully since: once per change
 /// however many of its attempts failed (the redelivery names the latest
-/// failed one in `redelivery_of`), oldest first, through the outbox. At
-/// most 10,000 per call: when more match, `truncated` is true, and
-/// calling again with the same range queues the rest (changes whose
-/// redelivery is still waiting are skipped, so nothing is queued twice).
+/// failed one in `redelivery_of`), oldest first, through the outbox.
+/// Changes whose redelivery is still waiting are skipped, so calling again
+/// never queues one twice.
+///
+/// At most 10,000 per call, and at most what your budget of redelivered
+/// changes per minute, across your webhooks, has left
+/// (`--redeliveries-per-minute`, 1,000 by default). When more matched,
+/// `truncated` is true: cut by the budget, the answer has `Retry-After`
+/// (call again after it for the rest); cut by the limit of one call only,
+/// it has none (call again at once). When changes match and the budget has
+/// no room left at all: 429 `rate_limited` with `Retry-After`.
 #[utoipa::path(
     post,
     path = "/webhooks/{id}/redeliver",
@@ -227,8 +251,20 @@ async fn redeliver_delivery(
     params(IdParam),
     request_body = RedeliverFailures,
     responses(
-        (status = 202, description = "Queued, one per change", body = RedeliveryQueued),
-        Problems
+        (
+            status = 202,
+            description = "Queued, one per change",
+            body = RedeliveryQueued,
+            headers(("Retry-After" = u64, description = "Only when the budget per minute cut the call (`truncated`): seconds until it has room again"))
+        ),
+        Problems,
+        (
+            status = 429,
+            description = "`rate_limited`: changes matched, but your budget of redelivered changes per minute has no room left",
+            body = Problem,
+            content_type = "application/problem+json",
+            headers(("Retry-After" = u64, description = "Seconds until the budget has room again"))
+        )
     )
 )]
 async fn redeliver_failures(
@@ -236,9 +272,9 @@ async fn redeliver_failures(
     session: Session,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RedeliverFailures>,
-) -> Result<(StatusCode, Json<RedeliveryQueued>), ApiError> {
+) -> Result<Response, ApiError> {
     let id = numeric_id(&id)?;
-    let queued = webhooks::redeliver_failures(
+    let outcome = webhooks::redeliver_failures(
         &state,
         session.merchant_id,
         id,
@@ -246,7 +282,13 @@ async fn redeliver_failures(
         body.failed_until,
     )
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(queued)))
+    let mut response = (StatusCode::ACCEPTED, Json(outcome.queued)).into_response();
+    if let Some(secs) = outcome.retry_after_secs {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    Ok(response)
 }
 
 /// The delivery history of one of your shipments: every attempt to each of

@@ -11,8 +11,11 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::{Backend, Store, StoreError, Tx, now};
 
+mod budget;
 mod enqueued;
 mod finished;
+
+pub use budget::RedeliveryBudget;
 
 pub(crate) use enqueued::{Enqueued, enqueue, write_enqueued};
 pub(crate) use finished::{Finished, write_finished, write_logged};
@@ -89,6 +92,58 @@ pub struct Backlog {
     pub oldest: Option<DateTime<Utc>>,
 }
 
+/// A redelivery of the same change to the same webhook that has not been
+/// attempted yet: at most one waits at a time.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct WaitingRedelivery {
+    /// Its outbox row (the dispatcher sends it as `dlv_<id>_w<webhook>`).
+    #[sqlx(rename = "id")]
+    pub outbox_id: i64,
+    /// The change: its shipment's code ...
+    pub shipment_code: String,
+    /// ... and version.
+    pub version: i64,
+    /// The delivery it repeats.
+    pub redelivery_of: i64,
+    /// When it was queued.
+    #[sqlx(rename = "created_at")]
+    pub queued_at: DateTime<Utc>,
+}
+
+/// What asking for one redelivery did ([`Store::redeliver`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redelivery {
+    /// Queued, as this outbox row.
+    Queued(i64),
+    /// The webhook has no such delivery.
+    NoSuchDelivery,
+    /// Not queued: a redelivery of that change to that webhook waits.
+    Waiting(WaitingRedelivery),
+    /// Not queued: the merchant has used its budget for the minute; room
+    /// for one more comes after this long.
+    OverBudget(std::time::Duration),
+}
+
+/// What asking for the redelivery of failures did
+/// ([`Store::redeliver_failures`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkRedelivery {
+    /// This many queued (perhaps none); `truncated` when more changes were
+    /// left, with how long until the budget has room again when the budget
+    /// (rather than the limit of one call) is what stopped it.
+    Queued {
+        /// Redeliveries queued.
+        queued: u32,
+        /// More matched than were queued.
+        truncated: bool,
+        /// When the budget cut it: how long until it has room again.
+        retry_after: Option<std::time::Duration>,
+    },
+    /// Nothing queued: changes matched, but the merchant has used its
+    /// budget for the minute; room comes after this long.
+    OverBudget(std::time::Duration),
+}
+
 /// The claim of [`Store::claim_outbox`], with `$lock` after the `LIMIT`
 /// (the only part that differs between the engines). A row written before
 /// the outbox captured its delivery (its `signing_key_merchant_id` is NULL)
@@ -129,6 +184,19 @@ const REDELIVER: &str = "INSERT INTO outbox (shipment_id, merchant_id, shipment_
                          FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id \
                          WHERE d.id = $1 AND d.webhook_id = $2 AND d.merchant_id = $3 \
                          RETURNING id";
+
+/// The change of delivery `$1` of webhook `$2` of merchant `$3`: its
+/// shipment and version, from the delivery's outbox row.
+const DELIVERED_CHANGE: &str = "SELECT o.shipment_id, o.version \
+                                FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id \
+                                WHERE d.id = $1 AND d.webhook_id = $2 AND d.merchant_id = $3";
+
+/// The redelivery of shipment `$1`'s version `$2` to webhook `$3` still
+/// waiting (queued, or being sent), if there is one: a probe of
+/// `outbox_pending_by_shipment`.
+const WAITING: &str = "SELECT id, shipment_code, version, redelivery_of, created_at FROM outbox \
+                       WHERE shipment_id = $1 AND done_at IS NULL AND version = $2 \
+                       AND only_webhook_id = $3 ORDER BY id LIMIT 1";
 
 /// The changes whose delivery to webhook `$1` (of merchant `$2`) failed
 /// between `$3` and `$4` (inclusive), each with its latest failed attempt
@@ -181,9 +249,10 @@ const REDELIVER_FAILED: &str = concat!(
 /// in its transaction: what it queued is waiting, so no longer counts).
 const MORE_FAILED: &str = concat!("SELECT EXISTS (SELECT 1 ", failed_changes!(), ")");
 
-/// The advisory lock of bulk redeliveries to one webhook (PostgreSQL; on
-/// SQLite every write transaction is alone already): tagged so it meets no
-/// other lock of the store, and the webhook's id below.
+/// The advisory lock of one merchant's redeliveries (PostgreSQL; on SQLite
+/// every write transaction is alone already): tagged so it meets no other
+/// lock of the store, and the merchant's id below. Per merchant, not per
+/// webhook, because the budget spans the merchant's webhooks.
 const REDELIVERY_LOCK_TAG: i64 = 0x5244_4C56 << 32;
 
 /// SQLite has no row locks: its claim runs in an immediate transaction.
@@ -332,39 +401,79 @@ impl Store {
 
     /// Queues a redelivery of delivery `delivery_id`, which must be one of
     /// webhook `webhook_id`'s (of merchant `merchant_id`): the change's
-    /// snapshot, byte for byte, to that webhook alone. Returns the new
-    /// outbox row's id, or `None` when the webhook has no such delivery.
+    /// snapshot, byte for byte, to that webhook alone.
     ///
-    /// Any delivery may be sent again, a successful one too (someone
-    /// asked for it). One statement, so the row is written whole or not at
-    /// all; the caller wakes the dispatcher.
+    /// Any delivery may be sent again, a successful one too (someone asked
+    /// for it), but not while a redelivery of the same change to the same
+    /// webhook is waiting ([`Redelivery::Waiting`], which names it), nor
+    /// beyond the merchant's `budget` ([`Redelivery::OverBudget`]). Checked
+    /// and written in one transaction under the merchant's lock, so
+    /// requests at once, in one process or several, cannot both pass. The
+    /// caller wakes the dispatcher.
     pub async fn redeliver(
         &self,
         merchant_id: i64,
         webhook_id: i64,
         delivery_id: i64,
-    ) -> Result<Option<i64>, StoreError> {
-        Ok(self
+        budget: RedeliveryBudget,
+    ) -> Result<Redelivery, StoreError> {
+        let mut tx = self.begin().await?;
+        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id)
+            .await?;
+        let change: Option<(i64, i64)> = tx
+            .query(DELIVERED_CHANGE)
+            .bind(delivery_id)
+            .bind(webhook_id)
+            .bind(merchant_id)
+            .fetch_optional()
+            .await?;
+        let Some((shipment_id, version)) = change else {
+            return Ok(Redelivery::NoSuchDelivery);
+        };
+        let waiting: Option<WaitingRedelivery> = tx
+            .query(WAITING)
+            .bind(shipment_id)
+            .bind(version)
+            .bind(webhook_id)
+            .fetch_optional()
+            .await?;
+        if let Some(waiting) = waiting {
+            return Ok(Redelivery::Waiting(waiting));
+        }
+        let at = now();
+        let used = budget::used(&mut tx, merchant_id, at).await?;
+        if used >= budget.get() {
+            let wait = budget::retry_after(&mut tx, merchant_id, at, used, budget).await?;
+            return Ok(Redelivery::OverBudget(wait));
+        }
+        let id: i64 = tx
             .query(REDELIVER)
             .bind(delivery_id)
             .bind(webhook_id)
             .bind(merchant_id)
-            .bind(now())
-            .scalar_optional()
-            .await?)
+            .bind(at)
+            .scalar()
+            .await?;
+        tx.commit().await?;
+        Ok(Redelivery::Queued(id))
     }
 
     /// Queues one redelivery per change whose delivery to webhook
     /// `webhook_id` (of merchant `merchant_id`) failed in `[since, until]`
     /// and was not delivered successfully to it afterwards, however many of
     /// its attempts failed, naming the latest failed one; oldest change
-    /// first, at most `limit`. Changes with a redelivery to this webhook
-    /// still waiting are left out. Returns how many were queued, and
-    /// whether more were left (so calling again queues the rest).
+    /// first, at most `limit`, and at most what the merchant's `budget`
+    /// has left of the minute. Changes with a redelivery to this webhook
+    /// still waiting are left out. Says how many were queued, and whether
+    /// more were left (so calling again queues the rest), with how long
+    /// until the budget has room when it is what stopped the call; or,
+    /// when changes matched and the budget has no room at all,
+    /// [`BulkRedelivery::OverBudget`].
     ///
     /// The selection is one statement on either engine, and the rows are
     /// written in one transaction; on PostgreSQL an advisory lock per
-    /// webhook keeps two calls at once from queuing a change twice.
+    /// merchant keeps two calls at once from queuing a change twice or
+    /// both spending the same room in the budget.
     pub async fn redeliver_failures(
         &self,
         merchant_id: i64,
@@ -372,22 +481,30 @@ impl Store {
         since: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
-    ) -> Result<(u32, bool), StoreError> {
+        budget: RedeliveryBudget,
+    ) -> Result<BulkRedelivery, StoreError> {
         let mut tx = self.begin().await?;
-        tx.lock_exclusively(REDELIVERY_LOCK_TAG | webhook_id)
+        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id)
             .await?;
-        let queued: Vec<i64> = tx
-            .query(REDELIVER_FAILED)
-            .bind(webhook_id)
-            .bind(merchant_id)
-            .bind(since)
-            .bind(until)
-            .bind(now())
-            .bind(i64::from(limit))
-            .scalars()
-            .await?;
+        let at = now();
+        let used = budget::used(&mut tx, merchant_id, at).await?;
+        let room = budget.get().saturating_sub(used);
+        let allowed = limit.min(room);
+        let queued: Vec<i64> = if allowed == 0 {
+            Vec::new()
+        } else {
+            tx.query(REDELIVER_FAILED)
+                .bind(webhook_id)
+                .bind(merchant_id)
+                .bind(since)
+                .bind(until)
+                .bind(at)
+                .bind(i64::from(allowed))
+                .scalars()
+                .await?
+        };
         let queued = u32::try_from(queued.len()).unwrap_or(u32::MAX);
-        let more = if queued < limit {
+        let more = if queued < allowed {
             false
         } else {
             tx.query(MORE_FAILED)
@@ -398,8 +515,22 @@ impl Store {
                 .scalar()
                 .await?
         };
+        // Cut by the budget (not only by the limit of one call): say when
+        // it has room again.
+        let retry_after = if more && queued >= room {
+            Some(budget::retry_after(&mut tx, merchant_id, at, used + queued, budget).await?)
+        } else {
+            None
+        };
         tx.commit().await?;
-        Ok((queued, more))
+        Ok(match retry_after {
+            Some(wait) if queued == 0 => BulkRedelivery::OverBudget(wait),
+            retry_after => BulkRedelivery::Queued {
+                queued,
+                truncated: more,
+                retry_after,
+            },
+        })
     }
 
     /// Marks a row delivered, if `worker` still holds it, and logs its

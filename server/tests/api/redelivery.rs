@@ -1,7 +1,9 @@
 //! Redelivery (DESIGN §4): one delivery sent again, every failure since a
 //! time, and a shipment's delivery history, over real HTTPS to a receiver
 //! whose answer the test switches; and, with the dispatcher driven by hand,
-//! the bulk limit and a redelivery whose webhook was deleted.
+//! the bulk limit, a redelivery whose webhook was deleted, at most one
+//! waiting redelivery per change and webhook, and the per-merchant budget
+//! of redelivered changes per minute (in one process and across two).
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +19,7 @@ use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shipment_server::domain::sealed::DataKey;
+use shipment_server::store::outbox::{BulkRedelivery, Redelivery, RedeliveryBudget};
 use shipment_server::webhooks::{DispatchSettings, Dispatcher};
 
 use shipment_testkit::{Db, Fixture, TestApp, WAIT, assert_problem, ca, db_tests, send};
@@ -696,10 +699,16 @@ async fn a_shipments_history_spans_its_webhooks_and_its_own_url(app: &TestApp) {
 /// A server that does not deliver itself, so the test drives a dispatcher
 /// by hand; with the data key it seals with.
 async fn idle_app(db: Db) -> Option<(TestApp, DataKey)> {
+    idle_app_with_budget(db, 1_000).await
+}
+
+/// [`idle_app`] with a budget of `per_minute` redelivered changes a minute.
+async fn idle_app_with_budget(db: Db, per_minute: u32) -> Option<(TestApp, DataKey)> {
     let key = DataKey::generate();
     let hex_key = key.to_hex();
     let app = TestApp::spawn_with(db, move |c| {
         c.webhooks.no_webhook_delivery = true;
+        c.webhooks.redeliveries_per_minute = per_minute;
         c.data_key.data_key = Some(hex_key);
     })
     .await?;
@@ -739,18 +748,27 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     }
     assert_eq!(drain(&app, &key).await, 4);
     let store = &app.store;
-    let bulk = |limit| store.redeliver_failures(f.merchant_id, hook, since, Utc::now(), limit);
-    assert_eq!(bulk(3).await.unwrap(), (3, true));
+    let budget = RedeliveryBudget::default();
+    let bulk =
+        |limit| store.redeliver_failures(f.merchant_id, hook, since, Utc::now(), limit, budget);
+    // Cut by the limit of one call, not by the budget: no wait to tell.
+    let queued = |queued, truncated| BulkRedelivery::Queued {
+        queued,
+        truncated,
+        retry_after: None,
+    };
+    assert_eq!(bulk(3).await.unwrap(), queued(3, true));
     assert_eq!(
         bulk(3).await.unwrap(),
-        (1, false),
+        queued(1, false),
         "the rest, not the same again"
     );
-    assert_eq!(bulk(3).await.unwrap(), (0, false));
+    assert_eq!(bulk(3).await.unwrap(), queued(0, false));
     // Another merchant's call for this webhook queues nothing.
     let stranger = app.fixture().await;
-    let theirs = store.redeliver_failures(stranger.merchant_id, hook, since, Utc::now(), 10);
-    assert_eq!(theirs.await.unwrap(), (0, false));
+    let theirs =
+        store.redeliver_failures(stranger.merchant_id, hook, since, Utc::now(), 10, budget);
+    assert_eq!(theirs.await.unwrap(), queued(0, false));
 
     // Each is sent (and fails again), naming the failure it repeats.
     let first_failures: Vec<i64> = log_of(&app, &token, hook, 4)
@@ -770,7 +788,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     assert_eq!(repeated, expected);
 
     // Four changes, a limit of four: all of them, not cut.
-    assert_eq!(bulk(4).await.unwrap(), (4, false));
+    assert_eq!(bulk(4).await.unwrap(), queued(4, false));
     // The latest failed attempt of each change is the one repeated now.
     let claimed = store
         .claim_outbox("test", chrono::Duration::seconds(60), 10)
@@ -813,10 +831,10 @@ async fn a_redelivery_to_a_deleted_webhook_is_finished_unsent(db: Db) {
     // Queued, then the webhook goes before the dispatcher gets to it.
     let queued = app
         .store
-        .redeliver(f.merchant_id, hook, delivery)
+        .redeliver(f.merchant_id, hook, delivery, RedeliveryBudget::default())
         .await
         .unwrap();
-    assert!(queued.is_some());
+    assert!(matches!(queued, Redelivery::Queued(_)), "{queued:?}");
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 1);
     let (status, _) = send(app.bearer(Method::DELETE, &format!("/webhooks/{hook}"), &token)).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
@@ -838,4 +856,278 @@ shipment_testkit::db_tests!(
     db;
     the_bulk_limit_cuts_and_says_so,
     a_redelivery_to_a_deleted_webhook_is_finished_unsent,
+    a_waiting_redelivery_is_not_queued_again,
+    the_budget_bounds_single_redeliveries_across_webhooks,
+    a_bulk_call_beyond_the_budget_is_truncated_then_429,
+    a_bulk_call_is_idempotent_and_the_budget_outlasts_the_failures,
 );
+
+/// An answer with its `Retry-After` (seconds), for the budget's answers.
+async fn answer(r: reqwest::RequestBuilder) -> (StatusCode, Option<u64>, Value) {
+    let response = r.send().await.expect("the server answers");
+    let status = response.status();
+    let retry_after = response.headers().get("retry-after").map(|v| {
+        v.to_str()
+            .unwrap()
+            .parse::<u64>()
+            .expect("Retry-After in seconds")
+    });
+    let text = response.text().await.unwrap();
+    (status, retry_after, serde_json::from_str(&text).unwrap())
+}
+
+/// A `Retry-After` within the budget's minute.
+fn within_a_minute(retry_after: Option<u64>, body: &Value) -> u64 {
+    let secs = retry_after.unwrap_or_else(|| panic!("a Retry-After with {body}"));
+    assert!((1..=60).contains(&secs), "Retry-After: {secs}");
+    secs
+}
+
+/// The ids of the webhook's failed first attempts, oldest first, once it
+/// has logged `n` of them.
+async fn first_failures(app: &TestApp, token: &str, hook: i64, n: usize) -> Vec<i64> {
+    let mut ids: Vec<i64> = log_of(app, token, hook, n)
+        .await
+        .iter()
+        .filter(|d| d["success"] == false && d["redelivery_of"].is_null())
+        .map(|d| d["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids.len(), n);
+    ids
+}
+
+/// However often one delivery is asked for again (many clicks at once
+/// here), one redelivery of it waits at a time: the others are 409
+/// `invalid_state` naming the waiting one, and a bulk call skips it. Once
+/// it has been attempted it may be asked for again.
+async fn a_waiting_redelivery_is_not_queued_again(db: Db) {
+    let Some((app, key)) = idle_app(db).await else {
+        return;
+    };
+    let (f, token, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/down").await;
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    let code = code_of(&app.create_default(&f).await);
+    assert_eq!(drain(&app, &key).await, 1);
+    let delivery = first_failures(&app, &token, hook, 1).await[0];
+
+    let clicks = (0..12).map(|_| redeliver(&app, &token, hook, delivery));
+    let answers = futures_util::future::join_all(clicks).await;
+    let accepted = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
+        .count();
+    assert_eq!(accepted, 1, "one redelivery waits: {answers:?}");
+    for refused in answers.iter().filter(|(s, _)| *s != StatusCode::ACCEPTED) {
+        let problem = assert_problem(refused, 409, "invalid_state");
+        let detail = problem["detail"].as_str().unwrap();
+        for named in [
+            code.as_str(),
+            &format!("_w{hook}"),
+            &format!("delivery {delivery}"),
+        ] {
+            assert!(detail.contains(named), "{named} in {detail}");
+        }
+    }
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 1);
+    let bulk = json!({ "failed_since": ts(since) });
+    let skipped = redeliver_failures(&app, &token, hook, bulk.clone()).await;
+    assert_eq!(
+        (skipped.0, &skipped.1),
+        (
+            StatusCode::ACCEPTED,
+            &json!({"queued": 0, "truncated": false})
+        )
+    );
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 1);
+
+    // Attempted (and failed again): no longer waiting.
+    assert_eq!(drain(&app, &key).await, 1);
+    let again = redeliver(&app, &token, hook, delivery).await;
+    assert_eq!(again.0, StatusCode::ACCEPTED, "{}", again.1);
+    app.stop().await;
+}
+
+/// With a budget of 3 a minute, the fourth single redelivery within the
+/// minute is 429 `rate_limited` with `Retry-After`, whichever of the
+/// merchant's webhooks it is for, and stays so after the three were sent
+/// and failed; another merchant has a budget of its own.
+async fn the_budget_bounds_single_redeliveries_across_webhooks(db: Db) {
+    let Some((app, key)) = idle_app_with_budget(db, 3).await else {
+        return;
+    };
+    let (f, token, a, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/a").await;
+    let (status, b) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({"url": "https://127.0.0.1:9/b"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let b = b["webhook_id"].as_i64().unwrap();
+    app.create_default(&f).await;
+    app.create_default(&f).await;
+    assert_eq!(drain(&app, &key).await, 2);
+    let (on_a, on_b) = (
+        first_failures(&app, &token, a, 2).await,
+        first_failures(&app, &token, b, 2).await,
+    );
+    for (hook, delivery) in [(a, on_a[0]), (a, on_a[1]), (b, on_b[0])] {
+        let got = redeliver(&app, &token, hook, delivery).await;
+        assert_eq!(got.0, StatusCode::ACCEPTED, "{}", got.1);
+    }
+    let path = format!("/webhooks/{b}/deliveries/{}/redeliver", on_b[1]);
+    let (status, retry_after, body) = answer(app.bearer(Method::POST, &path, &token)).await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    assert!(
+        body["detail"].as_str().unwrap().contains('3'),
+        "the budget is named: {body}"
+    );
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 3);
+
+    // Another merchant's budget is its own.
+    let (g, theirs, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/c").await;
+    app.create_default(&g).await;
+    assert_eq!(drain(&app, &key).await, 4, "theirs, and the three");
+    let delivery = first_failures(&app, &theirs, hook, 1).await[0];
+    assert_eq!(
+        redeliver(&app, &theirs, hook, delivery).await.0,
+        StatusCode::ACCEPTED
+    );
+
+    // Sent and failed again: the minute still counts them.
+    let (status, retry_after, body) = answer(app.bearer(
+        Method::POST,
+        &format!("/webhooks/{a}/deliveries/{}/redeliver", on_a[0]),
+        &token,
+    ))
+    .await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    app.stop().await;
+}
+
+/// With a budget of 3 and 5 failed changes, a bulk call queues 3 and says
+/// `truncated` with `Retry-After`; the next call, with nothing left of the
+/// budget, is 429 with `Retry-After`, as is a single redelivery.
+async fn a_bulk_call_beyond_the_budget_is_truncated_then_429(db: Db) {
+    let Some((app, key)) = idle_app_with_budget(db, 3).await else {
+        return;
+    };
+    let (f, token, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/down").await;
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    // One at a time, so the log's order is the changes' order: the bulk
+    // call queues the oldest three, and the fifth is not among them.
+    for _ in 0..5 {
+        app.create_default(&f).await;
+        assert_eq!(drain(&app, &key).await, 1);
+    }
+    let failures = first_failures(&app, &token, hook, 5).await;
+    let bulk = || {
+        app.bearer(Method::POST, &format!("/webhooks/{hook}/redeliver"), &token)
+            .json(&json!({ "failed_since": ts(since) }))
+    };
+    let (status, retry_after, body) = answer(bulk()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body, json!({"queued": 3, "truncated": true}));
+    within_a_minute(retry_after, &body);
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 3);
+
+    let (status, retry_after, body) = answer(bulk()).await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    let path = format!("/webhooks/{hook}/deliveries/{}/redeliver", failures[4]);
+    let (status, retry_after, body) = answer(app.bearer(Method::POST, &path, &token)).await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 3);
+    app.stop().await;
+}
+
+/// A second bulk call while the first one's redeliveries wait queues
+/// nothing; once they were sent and failed, calling again queues only what
+/// the minute's budget (6) has left, and then nothing (429).
+async fn a_bulk_call_is_idempotent_and_the_budget_outlasts_the_failures(db: Db) {
+    let Some((app, key)) = idle_app_with_budget(db, 6).await else {
+        return;
+    };
+    let (f, token, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/down").await;
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    for _ in 0..4 {
+        app.create_default(&f).await;
+    }
+    assert_eq!(drain(&app, &key).await, 4);
+    let bulk = || {
+        app.bearer(Method::POST, &format!("/webhooks/{hook}/redeliver"), &token)
+            .json(&json!({ "failed_since": ts(since) }))
+    };
+    let (status, retry_after, body) = answer(bulk()).await;
+    assert_eq!(
+        (status, &body, retry_after),
+        (
+            StatusCode::ACCEPTED,
+            &json!({"queued": 4, "truncated": false}),
+            None
+        )
+    );
+    let (status, _, body) = answer(bulk()).await;
+    assert_eq!(
+        (status, &body),
+        (
+            StatusCode::ACCEPTED,
+            &json!({"queued": 0, "truncated": false})
+        ),
+        "what waits is not queued again"
+    );
+    assert_eq!(drain(&app, &key).await, 4, "sent, and failed again");
+
+    let (status, retry_after, body) = answer(bulk()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body, json!({"queued": 2, "truncated": true}));
+    within_a_minute(retry_after, &body);
+    assert_eq!(drain(&app, &key).await, 2);
+    let (status, retry_after, body) = answer(bulk()).await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
+    app.stop().await;
+}
+
+/// Two processes on one PostgreSQL database share a merchant's budget:
+/// redeliveries asked for at once through both are accepted up to the
+/// budget, not up to twice it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_budget_holds_across_processes_on_postgres() {
+    let Some((a, key)) = idle_app_with_budget(Db::Postgres, 4).await else {
+        return;
+    };
+    let mut config = shipment_server::Config::local(&a.database_url);
+    config.data_key.data_key = Some(key.to_hex());
+    config.webhooks.no_webhook_delivery = true;
+    config.webhooks.redeliveries_per_minute = 4;
+    let b = crate::OtherProcess::start(&config).await;
+
+    let (f, token, hook, _) = merchant_with_webhook(&a, "https://127.0.0.1:9/down").await;
+    for _ in 0..8 {
+        a.create_default(&f).await;
+    }
+    assert_eq!(drain(&a, &key).await, 8);
+    let failures = first_failures(&a, &token, hook, 8).await;
+    let asks = failures.iter().enumerate().map(|(i, delivery)| {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let url = format!("{base}/webhooks/{hook}/deliveries/{delivery}/redeliver");
+        send(a.client.post(url).bearer_auth(&token))
+    });
+    let answers = futures_util::future::join_all(asks).await;
+    let accepted = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
+        .count();
+    assert_eq!(accepted, 4, "{answers:?}");
+    for refused in answers.iter().filter(|(s, _)| *s != StatusCode::ACCEPTED) {
+        assert_problem(refused, 429, "rate_limited");
+    }
+    assert_eq!(a.store.outbox_backlog().await.unwrap().depth, 4);
+    b.stop().await;
+    a.stop().await;
+}

@@ -1,16 +1,41 @@
 //! Redelivery from the pages, over plain HTTP: the Redeliver button of a
 //! failed delivery (on the webhook's log and on the shipment's page),
 //! "Redeliver failures since…", what each queues and where it goes back
-//! to, and the refusals (no CSRF token, a bad range, not yours).
+//! to, and the refusals (no CSRF token, a bad range, not yours, a
+//! redelivery waiting already, the budget per minute used).
 
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use shipment_server::domain::sealed::DataKey;
+use shipment_server::webhooks::{DispatchSettings, Dispatcher};
 use shipment_testkit::{TestApp, WAIT, db_tests};
 
 use super::browser::{Browser, signed_in};
 
 db_tests!(failed_deliveries_are_sent_again_from_the_pages);
+db_tests!(
+    config = |c| {
+        c.webhooks.no_webhook_delivery = true;
+        c.webhooks.redeliveries_per_minute = 2;
+        c.data_key.data_key = Some(super::DATA_KEY.to_owned());
+    };
+    what_was_not_queued_is_said_on_the_pages
+);
+
+/// The data key of the servers whose dispatcher the test drives.
+const DATA_KEY: &str = "5d1c0f4e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d";
+
+/// Delivers everything waiting, as one dispatcher would.
+async fn drain(app: &TestApp) {
+    let settings = DispatchSettings {
+        allow_private_targets: true,
+        ..DispatchSettings::default()
+    };
+    let key = DataKey::from_hex(DATA_KEY).unwrap();
+    let dispatcher = Dispatcher::new(app.store.clone(), key, settings).unwrap();
+    while dispatcher.run_once().await.unwrap() > 0 {}
+}
 
 /// How many attempts webhook `id` has logged, once it has `n`.
 async fn logged(
@@ -116,6 +141,8 @@ async fn failed_deliveries_are_sent_again_from_the_pages(app: &TestApp) {
         from_shipment.location(),
         format!("/shipments/{code}?redelivered={first}")
     );
+    // Sent before it is asked for again (one waits at a time).
+    drained(app).await;
     let crafted = browser
         .submit(
             &page,
@@ -248,5 +275,139 @@ async fn failed_deliveries_are_sent_again_from_the_pages(app: &TestApp) {
         anonymous.location().starts_with("/login"),
         "{}",
         anonymous.location()
+    );
+}
+
+/// Without a dispatcher of its own and with a budget of 2 a minute: a
+/// second click while a redelivery waits says so, on the page the button
+/// was on; a click beyond the budget says when to try again; the form,
+/// cut by the budget, says when to send it again for the rest, and with
+/// nothing left shows the page again (429) with the reason and the range.
+async fn what_was_not_queued_is_said_on_the_pages(app: &TestApp) {
+    let (browser, f) = signed_in(app).await;
+    let created = browser
+        .submit(
+            "/webhooks",
+            "/webhooks",
+            &[("url", "https://127.0.0.1:9/down")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let id = app.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+    let code = app.create_default(&f).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.create_default(&f).await;
+    app.create_default(&f).await;
+    drain(app).await;
+    let mut failed: Vec<i64> = logged(app, id, 3).await.iter().map(|d| d.id).collect();
+    failed.sort_unstable();
+    let page = format!("/webhooks/{id}");
+    let button = |delivery: i64| format!("/webhooks/{id}/deliveries/{delivery}/redeliver");
+
+    let sent = browser.submit(&page, &button(failed[0]), &[]).await;
+    assert_eq!(sent.location(), format!("{page}?redelivered={}", failed[0]));
+    let again = browser.submit(&page, &button(failed[0]), &[]).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER, "{}", again.body);
+    assert_eq!(again.location(), format!("{page}?waiting={}", failed[0]));
+    let shown = browser.get(again.location()).await;
+    assert!(shown.body.contains("already waiting"), "{}", shown.body);
+    let from_shipment = browser
+        .submit(
+            &format!("/shipments/{code}"),
+            &button(failed[0]),
+            &[("back", "shipment"), ("code", &code)],
+        )
+        .await;
+    assert_eq!(
+        from_shipment.location(),
+        format!("/shipments/{code}?waiting={}", failed[0])
+    );
+    assert!(
+        browser
+            .get(from_shipment.location())
+            .await
+            .body
+            .contains("already waiting")
+    );
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 1);
+
+    // The second of the minute is queued; the third is over the budget.
+    let second = browser.submit(&page, &button(failed[1]), &[]).await;
+    assert_eq!(
+        second.location(),
+        format!("{page}?redelivered={}", failed[1])
+    );
+    let third = browser.submit(&page, &button(failed[2]), &[]).await;
+    let limited = third
+        .location()
+        .strip_prefix(&format!("{page}?limited="))
+        .unwrap_or_else(|| panic!("{}", third.location()));
+    let secs: u64 = limited.parse().unwrap();
+    assert!((1..=60).contains(&secs), "{secs}");
+    let shown = browser.get(third.location()).await;
+    assert!(shown.body.contains("Nothing was queued"), "{}", shown.body);
+    assert!(shown.body.contains(&format!("Try again in {secs} s")));
+
+    // The form with no room left: the page again, 429, with the range.
+    let bulk = browser
+        .submit(
+            &page,
+            &format!("/webhooks/{id}/redeliver"),
+            &[("failed_since", "2000-01-01T00:00"), ("failed_until", "")],
+        )
+        .await;
+    assert_eq!(bulk.status, StatusCode::TOO_MANY_REQUESTS, "{}", bulk.body);
+    assert!(
+        bulk.body.contains("as many as a minute allows"),
+        "{}",
+        bulk.body
+    );
+    assert!(bulk.body.contains("value=\"2000-01-01T00:00\""));
+    assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 2);
+
+    // Another merchant's form, cut by its own budget of 2.
+    let (other, g) = signed_in(app).await;
+    let created = other
+        .submit(
+            "/webhooks",
+            "/webhooks",
+            &[("url", "https://127.0.0.1:9/theirs")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let theirs = app.store.webhooks(g.merchant_id).await.unwrap()[0].id;
+    for _ in 0..3 {
+        app.create_default(&g).await;
+    }
+    drain(app).await;
+    logged(app, theirs, 3).await;
+    let cut = other
+        .submit(
+            &format!("/webhooks/{theirs}"),
+            &format!("/webhooks/{theirs}/redeliver"),
+            &[("failed_since", "2000-01-01T00:00"), ("failed_until", "")],
+        )
+        .await;
+    let prefix = format!("/webhooks/{theirs}?queued=2&truncated&retry_after=");
+    let secs: u64 = cut
+        .location()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{}", cut.location()))
+        .parse()
+        .unwrap();
+    let shown = other.get(cut.location()).await;
+    assert!(
+        shown.body.contains("2 redeliveries queued"),
+        "{}",
+        shown.body
+    );
+    assert!(
+        shown
+            .body
+            .contains(&format!("send the form again in {secs} s")),
+        "{}",
+        shown.body
     );
 }
