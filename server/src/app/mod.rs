@@ -196,15 +196,13 @@ impl Error {
     }
 
     /// Whether it is a passing server fault worth retrying shortly: the
-    /// database busy or unreachable, or a write that kept conflicting.
+    /// database busy or unreachable, its connection lost or refused
+    /// ([`StoreError::is_unavailable`]), or a write that kept conflicting.
     pub fn is_temporary(&self) -> bool {
-        matches!(
-            self,
-            Error::Store(
-                StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
-                    | StoreError::Contended(_)
-            )
-        )
+        match self {
+            Error::Store(e) => e.is_unavailable() || matches!(e, StoreError::Contended(_)),
+            _ => false,
+        }
     }
 }
 

@@ -242,7 +242,14 @@ impl IntoResponse for PageError {
                         "The server failed to show this page; it has been logged.".to_owned()
                     }
                 };
-                Page(status, layout::error_page(title, &detail)).into_response()
+                let mut response = Page(status, layout::error_page(title, &detail)).into_response();
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    // As the JSON API's 503: worth trying again in a second.
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from(1u64));
+                }
+                response
             }
         }
     }

@@ -228,9 +228,12 @@ impl From<app::Error> for ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// A lost, refused or unobtainable database connection is 503 with
+    /// `Retry-After`, wherever it happened (acquiring, mid-statement, at
+    /// commit), so clients retry; other database errors are bugs, 500.
     fn from(e: StoreError) -> ApiError {
         match &e {
-            StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
+            e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::unavailable("the database is busy or unreachable; retry shortly")
             }
@@ -264,5 +267,154 @@ impl IntoResponse for ApiError {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::io;
+
+    use axum::http::StatusCode;
+    use sqlx::error::{DatabaseError, ErrorKind};
+
+    use super::ApiError;
+    use crate::app;
+    use crate::store::{PoolSettings, Store, StoreError};
+
+    /// A database error with only a code (SQLSTATE for PostgreSQL, a
+    /// number for SQLite), as a driver would report it.
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "error {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl DatabaseError for Coded {
+        fn message(&self) -> &str {
+            "a database error"
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> ErrorKind {
+            ErrorKind::Other
+        }
+    }
+
+    fn coded(code: &'static str) -> sqlx::Error {
+        sqlx::Error::Database(Box::new(Coded(code)))
+    }
+
+    fn io(kind: io::ErrorKind, message: &str) -> sqlx::Error {
+        sqlx::Error::Io(io::Error::new(kind, message.to_owned()))
+    }
+
+    /// The API's status and `Retry-After`, and a dashboard page's status,
+    /// for the store error `make` makes (sqlx errors are not `Clone`).
+    fn answered(make: fn() -> sqlx::Error) -> (StatusCode, Option<u64>, StatusCode) {
+        let page = crate::dashboard::status_of(&app::Error::Store(make().into()));
+        let api = ApiError::from(StoreError::from(make()));
+        (api.status(), api.retry_after(), page)
+    }
+
+    #[test]
+    fn a_lost_or_refused_database_connection_is_503_with_retry_after() {
+        let lost: [fn() -> sqlx::Error; 12] = [
+            || {
+                io(
+                    io::ErrorKind::ConnectionReset,
+                    "Connection reset by peer (os error 104)",
+                )
+            },
+            || {
+                io(
+                    io::ErrorKind::UnexpectedEof,
+                    "expected to read 5 bytes, got 0 bytes at EOF",
+                )
+            },
+            || {
+                io(
+                    io::ErrorKind::ConnectionRefused,
+                    "Connection refused (os error 111)",
+                )
+            },
+            || io(io::ErrorKind::BrokenPipe, "Broken pipe (os error 32)"),
+            || sqlx::Error::PoolTimedOut,
+            || sqlx::Error::PoolClosed,
+            // PostgreSQL: connection failure, admin and crash shutdown,
+            // starting up, too many connections.
+            || coded("08006"),
+            || coded("08001"),
+            || coded("57P01"),
+            || coded("57P02"),
+            || coded("57P03"),
+            || coded("53300"),
+        ];
+        for make in lost {
+            let shown = format!("{:?}", make());
+            assert_eq!(
+                answered(make),
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(1),
+                    StatusCode::SERVICE_UNAVAILABLE
+                ),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_database_errors_stay_500() {
+        let bugs: [fn() -> sqlx::Error; 7] = [
+            || sqlx::Error::RowNotFound,
+            || sqlx::Error::ColumnNotFound("nope".into()),
+            || sqlx::Error::Protocol("unexpected message".into()),
+            // PostgreSQL: not-null and syntax; SQLite: constraint, locked.
+            || coded("23502"),
+            || coded("42601"),
+            || coded("1299"),
+            || coded("5"),
+        ];
+        for make in bugs {
+            let shown = format!("{:?}", make());
+            assert_eq!(
+                answered(make),
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    None,
+                    StatusCode::INTERNAL_SERVER_ERROR
+                ),
+                "{shown}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_sqlite_store_answers_503() {
+        let store = Store::connect("sqlite::memory:", PoolSettings::default())
+            .await
+            .unwrap();
+        store.close().await;
+        let e = store.ping().await.unwrap_err();
+        assert!(e.is_unavailable(), "{e}");
+        let api = ApiError::from(e);
+        assert_eq!(api.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(api.retry_after(), Some(1));
     }
 }

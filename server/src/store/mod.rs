@@ -31,6 +31,7 @@ pub mod listen;
 pub mod merchants;
 pub mod outbox;
 mod query;
+mod reach;
 pub mod shipments;
 pub mod webhooks;
 
@@ -94,6 +95,19 @@ impl From<sqlx::Error> for StoreError {
 }
 
 impl StoreError {
+    /// Whether the database could not be reached, or the connection to it
+    /// was lost or refused (the pool timed out, an I/O error, PostgreSQL
+    /// shutting down or starting up): a passing fault that the same request
+    /// may well get through shortly, answered 503 with `Retry-After`.
+    /// (Whether a write in flight was committed is then unknown; a retry
+    /// with the same `Idempotency-Key` finds out.)
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(e) => reach::connection_lost(e),
+            _ => false,
+        }
+    }
+
     /// A conflict with a concurrent write that trying again (in a new
     /// transaction) resolves: a new shipment's random code or an
     /// idempotency key stored meanwhile, a PostgreSQL deadlock or
@@ -184,6 +198,9 @@ pub enum Pool {
 #[derive(Debug, Clone)]
 struct Db {
     pool: Pool,
+    /// PostgreSQL: whether the database is known to be unreachable, which
+    /// every acquire from `pool` goes through.
+    reach: Option<reach::Reach>,
     /// SQLite: the one connection this process begins write transactions
     /// on. SQLite lets one writer at a time in, and makes the others wait
     /// in its busy handler, which sleeps (up to 100 ms a turn) instead of
@@ -288,18 +305,27 @@ impl Store {
                     .foreign_keys(true);
                 Db {
                     pool: Pool::Sqlite(sqlite_pool(&options, settings).await?),
+                    reach: None,
                     sqlite_writer: Some(sqlite_pool(&options, settings.writer()).await?),
                 }
             }
             Some(Backend::Postgres) => {
                 let options = PgConnectOptions::from_str(url)?;
+                let reach = reach::Reach::new(options.clone());
+                let connected = reach.clone();
                 let pool = PgPoolOptions::new()
                     .max_connections(settings.max_connections)
                     .acquire_timeout(settings.acquire_timeout)
+                    // A connection made is the database reached.
+                    .after_connect(move |_, _| {
+                        connected.connected();
+                        Box::pin(std::future::ready(Ok(())))
+                    })
                     .connect_with(options)
                     .await?;
                 Db {
                     pool: Pool::Postgres(pool),
+                    reach: Some(reach),
                     sqlite_writer: None,
                 }
             }
@@ -319,6 +345,20 @@ impl Store {
     /// The pool, for statements of its own (tests, the listener relay).
     pub fn pool(&self) -> &Pool {
         &self.db.pool
+    }
+
+    /// A connection of `pool` (this store's PostgreSQL pool), for
+    /// statements built at run time: at once an error while the database is
+    /// known to be unreachable (the store's `Query` takes its connections
+    /// so too).
+    pub(crate) async fn postgres_connection(
+        &self,
+        pool: &PgPool,
+    ) -> Result<sqlx::pool::PoolConnection<Postgres>, StoreError> {
+        Ok(match &self.db.reach {
+            Some(reach) => reach.acquire(pool).await?,
+            None => pool.acquire().await?,
+        })
     }
 
     /// Creates or upgrades the schema.
@@ -386,7 +426,10 @@ impl Db {
                 let writer = self.sqlite_writer.as_ref().unwrap_or(pool);
                 TxConn::Sqlite(writer.begin_with("BEGIN IMMEDIATE").await?)
             }
-            Pool::Postgres(pool) => TxConn::Postgres(pool.begin().await?),
+            Pool::Postgres(pool) => TxConn::Postgres(match &self.reach {
+                Some(reach) => reach.begin(pool).await?,
+                None => pool.begin().await?,
+            }),
         };
         Ok(Tx {
             conn,
@@ -455,6 +498,7 @@ async fn connect_memory(settings: PoolSettings) -> Result<Db, StoreError> {
     });
     Ok(Db {
         pool: Pool::Sqlite(pool),
+        reach: None,
         sqlite_writer: Some(writer),
     })
 }

@@ -548,10 +548,27 @@ impl Store {
         worker: &str,
         last: Option<(&Target, &Attempt)>,
     ) -> Result<(), StoreError> {
+        self.finish_outbox_logging(row, worker, last).await
+    }
+
+    /// [`Store::finish_outbox`], logging every attempt of `unlogged` in the
+    /// same write: the last one, and any whose own record failed (the
+    /// database was unreachable for a moment). Writing it again after a
+    /// failure is harmless: the row is marked done again, and an attempt
+    /// logged already is not logged twice.
+    pub async fn finish_outbox_logging<'a>(
+        &self,
+        row: &OutboxRow,
+        worker: &str,
+        unlogged: impl IntoIterator<Item = (&'a Target, &'a Attempt)>,
+    ) -> Result<(), StoreError> {
         let finished = Finish {
             id: row.id,
             worker: worker.to_owned(),
-            last: last.map(|(target, attempt)| Logged::new(row, target, attempt)),
+            logged: unlogged
+                .into_iter()
+                .map(|(target, attempt)| Logged::new(row, target, attempt))
+                .collect(),
         };
         self.write(finished, |tx, f| Box::pin(finish(tx, f))).await
     }
@@ -576,6 +593,32 @@ impl Store {
             lease,
         };
         self.write(renewal, |tx, r| Box::pin(renew(tx, r))).await
+    }
+
+    /// Lets go of every row `worker` holds but `keep` (the rows its
+    /// process is delivering), so that the next claim takes them at once;
+    /// returns how many it released.
+    ///
+    /// For a claim whose answer was lost (the database went away as it
+    /// committed): its rows are held by `worker` until their lease runs
+    /// out, and with them every later change of their shipments, though
+    /// nobody is delivering them. Rows a process holds are few, and this
+    /// runs only after a claim failed, so they are read and released one
+    /// by one.
+    pub async fn release_outbox(&self, worker: &str, keep: &[i64]) -> Result<u32, StoreError> {
+        let held: Vec<i64> = self
+            .query("SELECT id FROM outbox WHERE claimed_by = $1 AND done_at IS NULL")
+            .bind(worker)
+            .scalars()
+            .await?;
+        let release = "UPDATE outbox SET claimed_until = NULL \
+                       WHERE id = $1 AND claimed_by = $2 AND done_at IS NULL";
+        let mut released = 0;
+        for id in held.into_iter().filter(|id| !keep.contains(id)) {
+            let q = self.query(release).bind(id).bind(worker);
+            released += u32::from(q.execute().await? == 1);
+        }
+        Ok(released)
     }
 
     /// How many rows wait, and since when (for `/metrics` and tests).
@@ -669,15 +712,14 @@ impl Logged {
 struct Finish {
     id: i64,
     worker: String,
-    last: Option<Logged>,
+    /// Its attempts not logged yet.
+    logged: Vec<Logged>,
 }
 
 /// See [`Store::finish_outbox`]: written at commit, with the group's other
 /// finished rows.
 async fn finish(tx: &mut Tx, f: &Finish) -> Result<(), StoreError> {
-    if let Some(last) = &f.last {
-        tx.logged.push(last.clone());
-    }
+    tx.logged.extend(f.logged.iter().cloned());
     tx.finished.push(Finished {
         id: f.id,
         worker: f.worker.clone(),

@@ -19,6 +19,7 @@ use sqlx::{
     SqlitePool, Type,
 };
 
+use super::reach::Reach;
 use super::{Backend, Pool, Store, Tx, TxConn};
 
 /// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
@@ -50,19 +51,29 @@ impl<T> Record for T where
 enum On<'c> {
     SqlitePool(&'c SqlitePool, SqliteArguments),
     SqliteTx(&'c mut SqliteConnection, SqliteArguments),
-    PgPool(&'c PgPool, PgArguments),
+    /// With the pool's [`Reach`], which its connection is taken through.
+    PgPool(&'c PgPool, Option<&'c Reach>, PgArguments),
     PgTx(&'c mut PgConnection, PgArguments),
 }
 
-/// `$run` with `$ex` (the pool or the transaction's connection) and `$a`
-/// (the arguments) taken from an [`On`]: spelled once, typed four times,
-/// as each engine's executor and arguments are types of their own.
+/// `$run` with `$ex` (the pool or a connection) and `$a` (the arguments)
+/// taken from an [`On`]: spelled once, typed four times, as each engine's
+/// executor and arguments are types of their own. On PostgreSQL's pool the
+/// connection is taken first, through [`Reach`], so that a database known
+/// to be unreachable fails the statement at once.
 macro_rules! on_engine {
     ($on:expr, |$ex:ident, $a:ident| $run:expr) => {
         match $on {
             On::SqlitePool($ex, $a) => $run,
             On::SqliteTx($ex, $a) => $run,
-            On::PgPool($ex, $a) => $run,
+            On::PgPool(pool, reach, $a) => {
+                let mut conn = match reach {
+                    Some(reach) => reach.acquire(pool).await?,
+                    None => pool.acquire().await?,
+                };
+                let $ex = &mut *conn;
+                $run
+            }
             On::PgTx($ex, $a) => $run,
         }
     };
@@ -238,7 +249,7 @@ impl super::Db {
         let sql = sql.on(self.backend());
         let on = match &self.pool {
             Pool::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
-            Pool::Postgres(pool) => On::PgPool(pool, PgArguments::default()),
+            Pool::Postgres(pool) => On::PgPool(pool, self.reach.as_ref(), PgArguments::default()),
         };
         Query::new(sql, on)
     }
@@ -284,7 +295,7 @@ impl<'c> Query<'c> {
     pub(crate) fn bind<'v>(mut self, value: impl Value<'v>) -> Self {
         let added = match &mut self.on {
             On::SqlitePool(_, args) | On::SqliteTx(_, args) => Arguments::add(args, value),
-            On::PgPool(_, args) | On::PgTx(_, args) => Arguments::add(args, value),
+            On::PgPool(_, _, args) | On::PgTx(_, args) => Arguments::add(args, value),
         };
         if let Err(e) = added {
             self.unbound.get_or_insert(e);

@@ -25,6 +25,12 @@ pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
 /// The `User-Agent` of deliveries.
 pub const USER_AGENT: &str = concat!("shipment-server/", env!("CARGO_PKG_VERSION"), " (webhooks)");
 
+/// The first pause before a failed finishing write is tried again.
+const FINISH_BACKOFF_MIN: Duration = Duration::from_millis(100);
+/// The longest pause between tries of a finishing write: how late, at
+/// most, a row is finished after the database is back.
+const FINISH_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
 /// How the dispatcher behaves.
 #[derive(Debug, Clone)]
 pub struct DispatchSettings {
@@ -200,12 +206,28 @@ impl Dispatcher {
         let settings = &self.inner.settings;
         let mut running: JoinSet<()> = JoinSet::new();
         let mut in_flight: HashMap<tokio::task::Id, i64> = HashMap::new();
+        // A claim failed, and may have committed all the same: its rows are
+        // this worker's, and nobody delivers them (`Store::release_outbox`).
+        let mut release_owed = false;
         loop {
             if *stop.borrow() {
                 break;
             }
             while let Some(joined) = running.try_join_next_with_id() {
                 in_flight.remove(&task_of(joined));
+            }
+            if release_owed {
+                let keep: Vec<i64> = in_flight.values().copied().collect();
+                let store = &self.inner.store;
+                if let Ok(released) = store.release_outbox(&self.inner.worker, &keep).await {
+                    release_owed = false;
+                    if released > 0 {
+                        tracing::info!(
+                            released,
+                            "outbox: released rows of a claim whose answer was lost"
+                        );
+                    }
+                }
             }
             let room = settings.max_in_flight.saturating_sub(running.len());
             let mut claimed = 0;
@@ -219,11 +241,16 @@ impl Dispatcher {
                                 continue;
                             }
                             let id = row.id;
-                            let task = running.spawn(self.clone().deliver_row_logged(row, targets));
+                            let delivery =
+                                self.clone().deliver_row_logged(row, targets, stop.clone());
+                            let task = running.spawn(delivery);
                             in_flight.insert(task.id(), id);
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "outbox: cannot claim rows; will retry"),
+                    Err(e) => {
+                        release_owed = true;
+                        tracing::warn!(error = %e, "outbox: cannot claim rows; will retry");
+                    }
                 }
             }
             if claimed == 0 || running.len() >= settings.max_in_flight {
@@ -270,8 +297,13 @@ impl Dispatcher {
             .unwrap_or(chrono::Duration::seconds(60))
     }
 
-    async fn deliver_row_logged(self, row: OutboxRow, targets: Vec<Target>) {
-        if let Err(e) = self.deliver_row(&row, targets).await {
+    async fn deliver_row_logged(
+        self,
+        row: OutboxRow,
+        targets: Vec<Target>,
+        stop: watch::Receiver<bool>,
+    ) {
+        if let Err(e) = self.deliver_row(&row, targets, stop).await {
             // The lease runs out and another claim retries the row.
             tracing::warn!(outbox_id = row.id, error = %e, "outbox: row not finished");
         }
@@ -282,9 +314,11 @@ impl Dispatcher {
     pub async fn run_once(&self) -> Result<usize, StoreError> {
         let batch = self.claim(self.inner.settings.batch).await?;
         let n = batch.len();
+        // Never stopped: the call waits for its rows.
+        let (_running, stop) = watch::channel(false);
         let mut running = JoinSet::new();
         for (row, targets) in batch {
-            running.spawn(self.clone().deliver_row_logged(row, targets));
+            running.spawn(self.clone().deliver_row_logged(row, targets, stop.clone()));
         }
         while running.join_next().await.is_some() {}
         Ok(n)
@@ -297,7 +331,20 @@ impl Dispatcher {
     /// its turn at a slow receiver), it renews its claim, so no other
     /// process takes the row and sends it a second time. Only slow rows pay
     /// that write.
-    async fn deliver_row(&self, row: &OutboxRow, targets: Vec<Target>) -> Result<(), StoreError> {
+    ///
+    /// An attempt whose own record fails (the database unreachable for a
+    /// moment) is logged with the last one instead; and the write that
+    /// marks the row done is tried again ([`Dispatcher::finish`]) until it
+    /// succeeds, since the row holds back every later change of its
+    /// shipment until it is done.
+    async fn deliver_row(
+        &self,
+        row: &OutboxRow,
+        targets: Vec<Target>,
+        stop: watch::Receiver<bool>,
+    ) -> Result<(), StoreError> {
+        // About when the claim runs out (it was made a moment ago).
+        let mut claimed_until = Instant::now() + self.inner.settings.lease;
         let mut sends = JoinSet::new();
         for target in targets {
             let this = self.clone();
@@ -312,19 +359,22 @@ impl Dispatcher {
         let every = (self.inner.settings.lease / 3).max(Duration::from_millis(1));
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last = None;
+        let mut unlogged = Vec::new();
         loop {
             tokio::select! {
                 sent = sends.join_next() => match sent {
                     None => break,
-                    Some(Ok(sent)) if sends.is_empty() => last = Some(sent),
+                    Some(Ok(sent)) if sends.is_empty() => unlogged.push(sent),
                     Some(Ok((target, attempt))) => {
-                        store.record_delivery(row, &target, &attempt).await?;
+                        if let Err(e) = store.record_delivery(row, &target, &attempt).await {
+                            tracing::warn!(outbox_id = row.id, error = %e, "outbox: cannot log an attempt; it is logged when the row is finished");
+                            unlogged.push((target, attempt));
+                        }
                     }
                     Some(Err(e)) => tracing::error!(error = %e, "outbox: a delivery task failed"),
                 },
                 _ = renew.tick() => match store.renew_outbox(row.id, worker, self.lease()).await {
-                    Ok(true) => {}
+                    Ok(true) => claimed_until = Instant::now() + self.inner.settings.lease,
                     // Sending on: this process's attempts are logged, and
                     // the receiver spots a repeat by its delivery id.
                     Ok(false) => tracing::warn!(outbox_id = row.id, "outbox: lease lost while delivering; another process may send this row too"),
@@ -332,8 +382,42 @@ impl Dispatcher {
                 },
             }
         }
-        let last = last.as_ref().map(|(target, attempt)| (target, attempt));
-        store.finish_outbox(row, worker, last).await
+        self.finish(row, &unlogged, claimed_until, stop).await
+    }
+
+    /// Marks `row` done, logging `unlogged` with it; if the write fails
+    /// (the database unreachable, or its answer lost), tries again with
+    /// back-off (up to [`FINISH_BACKOFF_MAX`]), so the row is done within
+    /// moments of the database's return instead of holding back its
+    /// shipment's later changes until its lease runs out. Gives up when the
+    /// lease has run out (another claim retries the row then, and sends only
+    /// what was not logged) or the dispatcher stops.
+    async fn finish(
+        &self,
+        row: &OutboxRow,
+        unlogged: &[(Target, Attempt)],
+        claimed_until: Instant,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let worker = &self.inner.worker;
+        let mut backoff = FINISH_BACKOFF_MIN;
+        loop {
+            let logging = unlogged.iter().map(|(target, attempt)| (target, attempt));
+            let failed = match store.finish_outbox_logging(row, worker, logging).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() + backoff >= claimed_until || *stop.borrow() {
+                return Err(failed);
+            }
+            tracing::warn!(outbox_id = row.id, error = %failed, retry_in_ms = backoff.as_millis(), "outbox: cannot finish a row; will retry");
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                _ = stop.changed() => return Err(failed),
+            }
+            backoff = (backoff * 2).min(FINISH_BACKOFF_MAX);
+        }
     }
 
     /// The semaphore bounding requests to one URL.

@@ -17,6 +17,7 @@ mod lifecycle;
 mod listen;
 mod openapi;
 mod operations;
+mod outage;
 mod processes;
 mod redelivery;
 mod revocation;

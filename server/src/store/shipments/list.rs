@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, QueryBuilder, Type};
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, QueryBuilder, Type};
 
 use super::{Actor, ShipmentRecord};
 use crate::domain::list_query::{ListQuery, MAX_PAGE_SIZE};
@@ -89,8 +89,14 @@ impl Store {
     ) -> Result<(Vec<PageRow<T>>, u64), StoreError> {
         let whole = page_reads_whole_rows(self.backend());
         let (rows, total) = match self.pool() {
-            crate::store::Pool::Sqlite(pool) => page_on(pool, actor, q, whole, held).await?,
-            crate::store::Pool::Postgres(pool) => page_on(pool, actor, q, whole, held).await?,
+            crate::store::Pool::Sqlite(pool) => {
+                let mut conn = pool.acquire().await?;
+                page_on::<sqlx::Sqlite, _>(&mut *conn, actor, q, whole, held).await?
+            }
+            crate::store::Pool::Postgres(pool) => {
+                let mut conn = self.postgres_connection(pool).await?;
+                page_on::<sqlx::Postgres, _>(&mut *conn, actor, q, whole, held).await?
+            }
         };
         let ids: Vec<i64> = rows
             .iter()
@@ -139,11 +145,12 @@ fn counted(q: &ListQuery) -> bool {
 }
 
 /// The page, of whole rows or of ids and versions
-/// ([`page_reads_whole_rows`]), and the total on one engine's pool; rows
+/// ([`page_reads_whole_rows`]), and the total on a connection of one
+/// engine's pool; rows
 /// that `held` does not hold are decoded if read whole, or else left to be
 /// read by id.
 async fn page_on<DB, T>(
-    pool: &Pool<DB>,
+    conn: &mut DB::Connection,
     actor: Actor,
     q: &ListQuery,
     whole: bool,
@@ -178,8 +185,8 @@ where
         .push_bind(i64::from(q.page_size))
         .push(" OFFSET ")
         .push_bind(q.offset());
-    let total = count.build_query_scalar().fetch_one(pool).await?;
-    let rows = page.build().fetch_all(pool).await?;
+    let total = count.build_query_scalar().fetch_one(&mut *conn).await?;
+    let rows = page.build().fetch_all(&mut *conn).await?;
     let versions = rows
         .iter()
         .map(RowVersion::from_row)

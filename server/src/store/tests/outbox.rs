@@ -248,6 +248,44 @@ async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
 }
 
 #[tokio::test]
+async fn each_engine_releases_the_rows_of_a_lost_claim() {
+    on_each_engine(a_worker_releases_what_it_holds_but_delivers_not).await;
+}
+
+/// A claim whose answer was lost leaves rows held by a worker that is not
+/// delivering them: released, they are claimable at once, not after the
+/// lease; the rows it is delivering, and finished ones, stay as they are.
+async fn a_worker_releases_what_it_holds_but_delivers_not(store: &Store) {
+    let shop = shop(store).await;
+    let outbox = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
+                  payload, webhook_url, signing_key_merchant_id, created_at) \
+                  VALUES ($1, $2, 'SHP', 1, '{}', NULL, NULL, $3)";
+    for i in 0..3 {
+        let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0009"), None).await;
+        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        q.execute().await.unwrap();
+    }
+    let lease = Duration::minutes(5);
+    let rows = store.claim_outbox("w1", lease, 10).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    store.finish_outbox(&rows[2], "w1", None).await.unwrap();
+    assert!(
+        store
+            .claim_outbox("w2", lease, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let released = store.release_outbox("w1", &[rows[0].id]).await.unwrap();
+    assert_eq!(released, 1);
+    let taken = store.claim_outbox("w2", lease, 10).await.unwrap();
+    let ids: Vec<i64> = taken.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [rows[1].id]);
+    assert_eq!(store.release_outbox("w1", &[rows[0].id]).await.unwrap(), 0);
+}
+
+#[tokio::test]
 async fn postgres_plans_each_claim_afresh() {
     let one = PoolSettings {
         max_connections: 1,
