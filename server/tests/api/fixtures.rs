@@ -1,4 +1,4 @@
-//! Declared fixtures (`--fixtures FILE`): the README's example applied and
+//! Declared fixtures (`--fixtures FILE`): the book's example applied and
 //! working end to end, applied again without making anything twice, every
 //! refusal naming its line, nothing half-applied, and `sqlite::memory:`;
 //! each on SQLite and PostgreSQL. The binary's `serve --fixtures`, `demo
@@ -15,7 +15,8 @@ use shipment_testkit::{Db, FreshDb, TestApp, send};
 
 use crate::receiver::{Received, Receiver};
 
-/// `server/fixtures/example.toml`, the README's example.
+/// `server/fixtures/example.toml`, the example of the book's "Use it in
+/// CI" chapter (`docs/src/ci.md`).
 pub const EXAMPLE: &str = include_str!("../../fixtures/example.toml");
 /// Its values, as CI configuration would name them.
 pub const API_KEY: &str = "sk_test_llQ4cEamIu7sKZT1jElDpUseMjgse0wW";
@@ -587,11 +588,11 @@ async fn sqlite_memory_outlives_every_pool_connection() {
 }
 
 #[test]
-fn the_readme_shows_the_example_file() {
-    let readme = include_str!("../../../README.md");
+fn the_book_shows_the_example_file() {
+    let chapter = include_str!("../../../docs/src/ci.md");
     let body = &EXAMPLE[EXAMPLE.find("[[couriers]]").unwrap()..];
     assert!(
-        readme.contains(&format!("```toml\n{body}```")),
-        "README.md's \"Declared fixtures\" must show server/fixtures/example.toml"
+        chapter.contains(&format!("```toml\n{body}```")),
+        "docs/src/ci.md's \"Declared fixtures\" must show server/fixtures/example.toml"
     );
 }
