@@ -77,7 +77,7 @@ pub enum AdminCommand {
     /// declares and is missing, in one transaction; print how many records
     /// of each kind were made (all 0 when the file was applied before).
     ApplyFixtures {
-        /// The TOML file (format in the README, "Declared fixtures").
+        /// The TOML file (format in the book: docs/src/ci.md, "Declared fixtures").
         #[arg(value_name = "FILE")]
         file: std::path::PathBuf,
         /// Accept webhooks on loopback and private addresses, as a server

@@ -15,8 +15,9 @@ use shipment_server::{Application, Config, shutdown_signal};
 /// glibc's arenas then take locks and consolidate: glibc's `malloc`, `free`
 /// and their helpers were 13% of the server's CPU under reads by code,
 /// mimalloc's are about 4.5%. Against the same build with the system
-/// allocator, reads by code went about 8% up and `POST` 4% (BENCHMARKS.md,
-/// "One `Arc` per request, mimalloc, anonymous parameters"). SQLite's own C
+/// allocator, reads by code went about 8% up and `POST` 4%
+/// (docs/src/appendix/benchmarks-history.md, "One `Arc` per request,
+/// mimalloc, anonymous parameters"). SQLite's own C
 /// allocations stay with the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -1,7 +1,8 @@
 //! [`Fixtures`]: the accounts a [`TestServer`](crate::TestServer) starts
 //! with, built in code or read from a fixtures file, and handed to the
 //! server as that file (the format `shipment-server serve --fixtures FILE`
-//! reads, documented in the README).
+//! reads, documented in the book's "Use it in CI" chapter,
+//! `docs/src/ci.md`).
 //!
 //! A file is checked by the server's own reader when it is read (unknown
 //! fields, keys, names: everything the server checks before touching a

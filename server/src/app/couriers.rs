@@ -20,8 +20,8 @@ use crate::store::couriers::Driver;
 /// process within this time. Only links found are remembered, so a new link
 /// works at once everywhere. Why: every create read them, a hand-off to
 /// SQLite's worker thread or a PostgreSQL round trip of its own
-/// (BENCHMARKS.md, "Reads by code in batches, prices from memory, SQLite
-/// without memory statistics"). A change of links or
+/// (docs/src/appendix/benchmarks-history.md, "Reads by code in batches,
+/// prices from memory, SQLite without memory statistics"). A change of links or
 /// prices added to the server must forget them here as it commits.
 pub const PRICING_MEMORY_TTL: Duration = Duration::from_secs(1);
 

@@ -1,5 +1,6 @@
 //! Verified API keys, remembered for a moment so an authenticated read is
-//! one database round trip instead of two (issue 17; BENCHMARKS.md).
+//! one database round trip instead of two (issue 17;
+//! docs/src/appendix/benchmarks-history.md, "Authentication from memory").
 //!
 //! A key is remembered for [`KEY_CACHE_TTL`] after the database confirmed
 //! it. Deleting a key forgets it in the deleting process at once (and a

@@ -14,7 +14,7 @@
 //! Why: copying 27 columns of 100 rows out of the database, decoding them
 //! and writing them as JSON was most of a list's time; a first page listed
 //! again is now three times as fast on SQLite and half again on PostgreSQL
-//! (BENCHMARKS.md, "List rows remembered by version").
+//! (docs/src/appendix/benchmarks-history.md, "List rows remembered by version").
 
 use std::ops::Deref;
 use std::sync::Arc;

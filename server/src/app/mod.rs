@@ -33,8 +33,8 @@ pub mod webhooks;
 /// handler and once more for each extractor and middleware that takes it.
 /// A clone of the fields themselves counted a dozen `Arc`s up and down per
 /// clone, on cache lines every core shares: 3.2% of the server's CPU under
-/// reads by code (BENCHMARKS.md, "One `Arc` per request, mimalloc,
-/// anonymous parameters"). A clone of this is one count.
+/// reads by code (docs/src/appendix/benchmarks-history.md,
+/// "One `Arc` per request, mimalloc, anonymous parameters"). A clone of this is one count.
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
 

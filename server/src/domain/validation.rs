@@ -1,5 +1,6 @@
 //! Create-shipment input: parsed into a [`NewShipment`] that is valid by
-//! construction, with every limit named here and documented in the README;
+//! construction, with every limit named here and documented in the book
+//! (`docs/src/running.md`, "Limits");
 //! and the one check of control characters every stored text goes through
 //! ([`no_control_characters`]).
 

@@ -286,7 +286,7 @@ impl Store {
     /// equality with a subquery to pass 0.5% of rows and an inequality a
     /// third: with `=`, during a burst whose statistics were still those of
     /// a small outbox, it ran the subquery for every waiting row and sorted
-    /// them (70 ms per claim with 12k rows waiting, BENCHMARKS.md); with
+    /// them (70 ms per claim with 12k rows waiting, docs/src/appendix/benchmarks-history.md); with
     /// `<=` it walks `outbox_pending` in id order and stops at the limit.
     pub async fn claim_outbox(
         &self,

@@ -102,8 +102,8 @@ pub(crate) struct Query<'c> {
 /// before binding it (`sqlite3_bind_parameter_name`), which walks the
 /// statement's list of names: quadratic in a group's multi-row `INSERT` of
 /// hundreds of parameters, 3.7% of the server's CPU under `POST` load, 0.05%
-/// with anonymous parameters (BENCHMARKS.md, "One `Arc` per request,
-/// mimalloc, anonymous parameters"). An anonymous `?` has no name to look
+/// with anonymous parameters (docs/src/appendix/benchmarks-history.md,
+/// "One `Arc` per request, mimalloc, anonymous parameters"). An anonymous `?` has no name to look
 /// up.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -284,8 +284,8 @@ impl<'c> Query<'c> {
     /// five runs, and keeps that plan until the table's statistics change.
     /// A plan made while a table was nearly empty can be a sequential scan
     /// that turns quadratic once a burst has filled the table (the
-    /// dispatcher's claim, BENCHMARKS.md, "Claims planned afresh on
-    /// PostgreSQL"). Planned each time, it sees the table's current size.
+    /// dispatcher's claim, docs/src/appendix/benchmarks-history.md,
+    /// "Claims planned afresh on PostgreSQL"). Planned each time, it sees the table's current size.
     pub(crate) fn planned_each_time(mut self) -> Self {
         self.persistent = false;
         self

@@ -61,7 +61,8 @@ impl Default for DispatchSettings {
             timeout: Duration::from_secs(10),
             poll_interval: Duration::from_millis(200),
             lease: Duration::from_secs(60),
-            // Measured (BENCHMARKS.md): with 32 and 64, the dispatcher spent
+            // Measured (docs/src/appendix/benchmarks-history.md,
+            // "The dispatcher"): with 32 and 64, the dispatcher spent
             // its time waiting on claims, and PostgreSQL delivered about 900
             // a second while creates came in at 2,000.
             batch: 64,

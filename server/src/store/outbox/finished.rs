@@ -7,7 +7,7 @@
 //! trip. Under a stream of creates the dispatcher finishes a row for every
 //! create, so a group of 32 creates was followed by a group of 32 finishes
 //! of one `UPDATE` each, which took half of a group's time on SQLite
-//! (BENCHMARKS.md, "Finished rows written at commit").
+//! (docs/src/appendix/benchmarks-history.md, "Finished rows written at commit").
 
 use std::sync::LazyLock;
 

@@ -5,7 +5,7 @@
 //! Why: a statement is a hand-off to SQLite's worker thread and back, or a
 //! round trip to PostgreSQL, and the group's transaction runs its writes
 //! one after another; a group of 64 creates took 64 of them for the rows
-//! alone (BENCHMARKS.md has the profile). A create with an
+//! alone (docs/src/appendix/benchmarks-history.md has the profile). A create with an
 //! `Idempotency-Key` is written in its turn, as a group of one: it reads
 //! the key first and stores the answer with it.
 

@@ -5,8 +5,8 @@
 //! Why: on SQLite a statement is a hand-off to the worker thread of a pooled
 //! connection and back, and under load those wake-ups (futex, scheduler)
 //! cost more than SQLite's own work; on PostgreSQL it is a round trip.
-//! A batch pays them once. BENCHMARKS.md ("Reads by code in batches, prices from memory, …") has
-//! the profile and the figures.
+//! A batch pays them once. docs/src/appendix/benchmarks-history.md ("Reads by code
+//! in batches, prices from memory, …") has the profile and the figures.
 //!
 //! A read still sees every write answered before it was asked: a task takes
 //! a request off the queue before it starts the statement that serves it.

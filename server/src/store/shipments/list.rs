@@ -59,8 +59,8 @@ enum Paged<T> {
 /// there the page reads whole rows: selecting columns would make it take
 /// apart every row an `OFFSET` skips, to reach `version` past the text
 /// columns, where for `SELECT *` it passes skipped rows on untouched (9.4
-/// against 6.9 ms at offset 50,000; BENCHMARKS.md, "List rows remembered by
-/// version").
+/// against 6.9 ms at offset 50,000; docs/src/appendix/benchmarks-history.md,
+/// "List rows remembered by version").
 pub fn page_reads_whole_rows(backend: Backend) -> bool {
     match backend {
         Backend::Sqlite => false,
