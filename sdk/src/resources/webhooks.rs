@@ -159,7 +159,9 @@ impl<'a> Webhooks<'a> {
     /// redelivered changes per minute has left (1,000 by default, the
     /// operator's `--redeliveries-per-minute`); when more matched, the
     /// answer is `truncated`, and calling again with the same range queues
-    /// the rest (changes whose redelivery is still waiting are skipped).
+    /// the rest (changes whose redelivery is still waiting are skipped):
+    /// after its [`retry_after`](RedeliveryQueued::retry_after) when the
+    /// budget cut it, at once when only the limit of one call did.
     /// When changes match and the budget has no room left, it is a 429
     /// ([`Error::is_rate_limited`](crate::Error::is_rate_limited)) whose [`Error::retry_after`](crate::Error::retry_after) says when
     /// it has. `until` before `since` is a 400 naming `failed_until`.
@@ -178,6 +180,10 @@ impl<'a> Webhooks<'a> {
     ///             println!("queued {} redeliveries", queued.queued);
     ///             if !queued.truncated {
     ///                 break;
+    ///             }
+    ///             // Cut by the budget: the rest once it has room again.
+    ///             if let Some(wait) = queued.retry_after {
+    ///                 tokio::time::sleep(wait).await;
     ///             }
     ///         }
     ///         // The budget per minute is used: wait as asked, then the rest.
@@ -204,7 +210,16 @@ impl<'a> Webhooks<'a> {
             format!("/webhooks/{id}/redeliver"),
         )
         .json(&body)?;
-        self.dashboard.transport.json(call).await
+        let reply = self
+            .dashboard
+            .transport
+            .reply::<RedeliveryQueued>(call)
+            .await?;
+        let retry_after = reply.retry_after();
+        Ok(RedeliveryQueued {
+            retry_after,
+            ..reply.value
+        })
     }
 
     /// The delivery history of one of the merchant's shipments
