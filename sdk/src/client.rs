@@ -1,15 +1,15 @@
-//! The API-key client: [`Client`], its [`ClientBuilder`], and the
-//! [`Environment`] it talks to.
+//! The API-key client: [`Client`], what finishes its
+//! [`ClientBuilder`], and the [`Environment`] it talks to.
 
 use std::fmt;
-use std::time::Duration;
 
 use reqwest::Url;
 
+use crate::builder::{Builder, ClientBuilder};
 use crate::error::{Error, Result};
 use crate::resources::couriers::Couriers;
 use crate::resources::shipments::Shipments;
-use crate::transport::{Auth, HttpOptions, Transport, normalize_base_url};
+use crate::transport::{Auth, Transport, normalize_base_url};
 
 /// Where the local reference server listens: the default staging address.
 pub const STAGING_URL: &str = "http://127.0.0.1:8080/api/v1";
@@ -228,27 +228,7 @@ impl Client {
     }
 }
 
-/// Configures a [`Client`]; see [`Client::builder`].
-#[derive(Default)]
-pub struct ClientBuilder {
-    api_key: Option<crate::model::Secret>,
-    base_url: Option<String>,
-    environment: Option<Environment>,
-    options: HttpOptions,
-}
-
-impl fmt::Debug for ClientBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientBuilder")
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("base_url", &self.base_url)
-            .field("environment", &self.environment)
-            .field("options", &self.options)
-            .finish()
-    }
-}
-
-impl ClientBuilder {
+impl Builder<Client> {
     /// The merchant API key (`sk_test_...` for staging, `sk_live_...` for
     /// production). Required.
     ///
@@ -258,131 +238,6 @@ impl ClientBuilder {
     /// ```
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(crate::model::Secret::new(key.into().trim()));
-        self
-    }
-
-    /// Talks to this address instead of the environment's, e.g. a staging
-    /// server elsewhere than on this machine. It includes `/api/v1`.
-    ///
-    /// ```no_run
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .base_url("http://staging.internal:8080/api/v1")
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
-    }
-
-    /// Staging (the default) or production. The key must belong to it.
-    ///
-    /// ```no_run
-    /// use shipment_sdk::{Client, Environment};
-    /// let client = Client::builder()
-    ///     .api_key("sk_live_...")
-    ///     .environment(Environment::Production("https://shipments.example.com/api/v1".into()))
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn environment(mut self, environment: Environment) -> Self {
-        self.environment = Some(environment);
-        self
-    }
-
-    /// Longest one attempt may take, from sending to the last body byte
-    /// (default 30 s). Each retry gets the full time again.
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .timeout(Duration::from_secs(5))
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options.timeout = timeout;
-        self
-    }
-
-    /// Longest connecting may take (default 10 s).
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .connect_timeout(Duration::from_secs(2))
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
-
-    /// Retries after a connection failure, a time-out, or a 429, 502, 503
-    /// or 504 answer (default 3; 0 turns retrying off). Only reads and
-    /// shipment creation (which carries an `Idempotency-Key`) are retried.
-    ///
-    /// ```no_run
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .max_retries(0)
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.options.retry.max_retries = retries;
-        self
-    }
-
-    /// The back-off between retries: the first wait is drawn from zero to
-    /// `initial`, each further ceiling doubles, up to `max` (defaults 250 ms
-    /// and 8 s). A `Retry-After` from the service replaces the drawn wait.
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .retry_backoff(Duration::from_millis(100), Duration::from_secs(2))
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.options.retry.initial_backoff = initial;
-        self.options.retry.max_backoff = max.max(initial);
-        self
-    }
-
-    /// The longest `Retry-After` the client waits out (default 60 s); when
-    /// the service asks for more, the 429 or 503 is returned at once.
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .max_retry_after(Duration::from_secs(5))
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn max_retry_after(mut self, max: Duration) -> Self {
-        self.options.retry.max_retry_after = max;
-        self
-    }
-
-    /// The `User-Agent` header (default `shipment-sdk-rust/<version>`).
-    ///
-    /// ```no_run
-    /// let client = shipment_sdk::Client::builder()
-    ///     .api_key("sk_test_...")
-    ///     .user_agent("my-shop/1.2")
-    ///     .build()?;
-    /// # Ok::<(), shipment_sdk::Error>(())
-    /// ```
-    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
-        self.options.user_agent = Some(user_agent.into());
         self
     }
 
@@ -400,15 +255,15 @@ impl ClientBuilder {
     /// assert!(!err.to_string().contains("0123456789"));
     /// ```
     pub fn build(self) -> Result<Client> {
-        let environment = self.environment.unwrap_or_default();
-        let key = self.api_key.ok_or_else(|| {
+        let key = self.api_key.as_ref().ok_or_else(|| {
             Error::Config("an API key is required: .api_key(\"sk_test_...\")".into())
         })?;
+        let environment = self.chosen_environment();
         check_key(key.expose(), &environment)?;
-        let base_url = resolve_base_url(self.base_url.as_deref(), &environment)?;
+        let base_url = self.resolve_base_url(&environment)?;
         let auth = Auth::ApiKey(Auth::sensitive(key.expose())?);
         Ok(Client {
-            transport: Transport::new(&self.options, base_url, auth)?,
+            transport: self.transport(base_url, auth)?,
             environment,
         })
     }

@@ -2,17 +2,17 @@
 //! then manage API keys and webhooks with the session's Bearer token.
 
 use std::fmt;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use reqwest::Method;
 
-use crate::client::{Environment, resolve_base_url};
+use crate::builder::{Builder, DashboardBuilder};
+use crate::client::Environment;
 use crate::error::Result;
 use crate::model::{Login, Secret, Session};
 use crate::resources::api_keys::ApiKeys;
 use crate::resources::webhooks::Webhooks;
-use crate::transport::{Auth, Call, HttpOptions, Transport};
+use crate::transport::{Auth, Call, Transport};
 
 /// A signed-in dashboard session.
 ///
@@ -76,12 +76,12 @@ impl DashboardClient {
             .await
     }
 
-    /// Starts configuring a dashboard client, with the settings of
-    /// [`Client::builder`](crate::Client::builder) (`environment`,
-    /// `base_url`, `timeout`, `connect_timeout`, `max_retries`,
-    /// `retry_backoff`, `max_retry_after`, `user_agent`); instead of an API
-    /// key, [`DashboardBuilder::login`] or [`DashboardBuilder::token`]
-    /// finishes it.
+    /// Starts configuring a dashboard client: the same [`Builder`] as
+    /// [`Client::builder`](crate::Client::builder), with the same settings
+    /// (`environment`, `base_url`, `timeout`, `connect_timeout`,
+    /// `max_retries`, `retry_backoff`, `max_retry_after`, `user_agent`);
+    /// instead of an API key, [`login`](Builder::login) or
+    /// [`token`](Builder::token) finishes it.
     ///
     /// ```no_run
     /// # async fn run() -> shipment_sdk::Result<()> {
@@ -178,113 +178,11 @@ impl DashboardClient {
     }
 }
 
-/// Configures a [`DashboardClient`]; see [`DashboardClient::builder`].
-#[derive(Debug, Default)]
-pub struct DashboardBuilder {
-    base_url: Option<String>,
-    environment: Option<Environment>,
-    options: HttpOptions,
-}
-
-impl DashboardBuilder {
-    /// The service address, including `/api/v1`; overrides the
-    /// environment's.
-    ///
-    /// ```no_run
-    /// let builder = shipment_sdk::DashboardClient::builder().base_url("http://127.0.0.1:8080/api/v1");
-    /// ```
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
-    }
-
-    /// Staging (the default, the local reference server) or production.
-    ///
-    /// ```no_run
-    /// use shipment_sdk::{DashboardClient, Environment};
-    /// let builder = DashboardClient::builder()
-    ///     .environment(Environment::Production("https://shipments.example.com/api/v1".into()));
-    /// ```
-    pub fn environment(mut self, environment: Environment) -> Self {
-        self.environment = Some(environment);
-        self
-    }
-
-    /// Longest one attempt may take, from sending to the last body byte
-    /// (default 30 s). Each retry gets the full time again.
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let builder = shipment_sdk::DashboardClient::builder().timeout(Duration::from_secs(5));
-    /// ```
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options.timeout = timeout;
-        self
-    }
-
-    /// Longest connecting may take (default 10 s).
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let builder = shipment_sdk::DashboardClient::builder().connect_timeout(Duration::from_secs(2));
-    /// ```
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
-
-    /// Retries of reads after a connection failure, a time-out, or a 429,
-    /// 502, 503 or 504 (default 3; 0 turns retrying off). Changes (and
-    /// sign-in) are never retried.
-    ///
-    /// ```no_run
-    /// let builder = shipment_sdk::DashboardClient::builder().max_retries(0);
-    /// ```
-    pub fn max_retries(mut self, retries: u32) -> Self {
-        self.options.retry.max_retries = retries;
-        self
-    }
-
-    /// The back-off between retries; see
-    /// [`ClientBuilder::retry_backoff`](crate::ClientBuilder::retry_backoff).
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let builder = shipment_sdk::DashboardClient::builder()
-    ///     .retry_backoff(Duration::from_millis(100), Duration::from_secs(2));
-    /// ```
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.options.retry.initial_backoff = initial;
-        self.options.retry.max_backoff = max.max(initial);
-        self
-    }
-
-    /// The longest `Retry-After` the client waits out (default 60 s); when
-    /// the service asks for more, the 429 or 503 is returned at once.
-    ///
-    /// ```no_run
-    /// # use std::time::Duration;
-    /// let builder = shipment_sdk::DashboardClient::builder().max_retry_after(Duration::from_secs(5));
-    /// ```
-    pub fn max_retry_after(mut self, max: Duration) -> Self {
-        self.options.retry.max_retry_after = max;
-        self
-    }
-
-    /// The `User-Agent` header (default `shipment-sdk-rust/<version>`).
-    ///
-    /// ```no_run
-    /// let builder = shipment_sdk::DashboardClient::builder().user_agent("shipctl/0.1");
-    /// ```
-    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
-        self.options.user_agent = Some(user_agent.into());
-        self
-    }
-
-    fn transport(&self, auth: Auth) -> Result<(Transport, Environment)> {
-        let environment = self.environment.clone().unwrap_or_default();
-        let base_url = resolve_base_url(self.base_url.as_deref(), &environment)?;
-        Ok((Transport::new(&self.options, base_url, auth)?, environment))
+impl Builder<DashboardClient> {
+    fn transport_with(&self, auth: Auth) -> Result<(Transport, Environment)> {
+        let environment = self.chosen_environment();
+        let base_url = self.resolve_base_url(&environment)?;
+        Ok((self.transport(base_url, auth)?, environment))
     }
 
     /// Signs in (`POST /auth/login`) and returns the session.
@@ -297,7 +195,7 @@ impl DashboardBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn login(self, email: &str, password: &str) -> Result<DashboardClient> {
-        let (anonymous, environment) = self.transport(Auth::None)?;
+        let (anonymous, environment) = self.transport_with(Auth::None)?;
         let call = Call::new(Method::POST, "/auth/login", "/auth/login").json(&Login {
             email: email.to_owned(),
             password: Secret::new(password),
@@ -326,7 +224,7 @@ impl DashboardBuilder {
             return Err(crate::Error::Config("the session token is empty".into()));
         }
         let bearer = Auth::sensitive(&format!("Bearer {}", token.expose()))?;
-        let (transport, environment) = self.transport(Auth::Bearer(bearer))?;
+        let (transport, environment) = self.transport_with(Auth::Bearer(bearer))?;
         Ok(DashboardClient {
             transport,
             environment,

@@ -183,6 +183,8 @@ pub use chrono;
 pub use rust_decimal;
 
 #[cfg(feature = "client")]
+mod builder;
+#[cfg(feature = "client")]
 mod checks;
 #[cfg(feature = "client")]
 mod client;
@@ -198,9 +200,11 @@ mod retry;
 mod transport;
 
 #[cfg(feature = "client")]
-pub use client::{Client, ClientBuilder, Environment, STAGING_URL};
+pub use builder::{Builder, ClientBuilder, DashboardBuilder};
 #[cfg(feature = "client")]
-pub use dashboard::{DashboardBuilder, DashboardClient};
+pub use client::{Client, Environment, STAGING_URL};
+#[cfg(feature = "client")]
+pub use dashboard::DashboardClient;
 #[cfg(feature = "client")]
 pub use error::{ApiError, Error, Result, TransportError};
 #[cfg(feature = "client")]

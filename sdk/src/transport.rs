@@ -234,6 +234,12 @@ impl<T> Reply<T> {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// The `Retry-After` of a success answer (a bulk redelivery the
+    /// budget cut), if any and readable.
+    pub fn retry_after(&self) -> Option<Duration> {
+        retry_after_of(&self.headers)
+    }
 }
 
 /// How to fetch another page of a paged list: the call of the first page,

@@ -355,7 +355,21 @@ impl Fault {
         Fault::new(method, path, &json!({ "delay_ms": ms }))
     }
 
-    /// Closes the connection without an answer.
+    /// Closes the connection without an answer, before the request runs.
+    ///
+    /// The SDK sends an idempotent call (every read, and every create,
+    /// which carries an `Idempotency-Key`) again after a dropped
+    /// connection, within its `max_retries`, so a test that drops one
+    /// attempt sees the call succeed on the retry (one shipment made);
+    /// other changes (cancel, rate, the dashboard's) are sent once and fail
+    /// with a retryable `Error::Transport`. Drop more attempts than the
+    /// retries allow (`.times(n)`) to see the failure through the SDK.
+    ///
+    /// ```
+    /// use shipment_testkit::Fault;
+    /// // The next create's connection closes; the SDK's retry creates it.
+    /// let fault = Fault::drop_connection("POST", "/shipments");
+    /// ```
     pub fn drop_connection(method: &str, path: &str) -> Fault {
         Fault::new(method, path, &json!({ "drop_connection": true }))
     }

@@ -382,8 +382,9 @@ async fn reach(ctx: &Ctx, url: &Url, checks: &mut Vec<Check>) -> bool {
     let took = format!("answered in {} ms", probe.elapsed.as_millis());
     match probe.status {
         300..=399 => {
-            // The SDK would follow it on every call (a POST becoming a
-            // GET): better to use where it points, when it says.
+            // The SDK follows no redirect (every call would be an
+            // `Error::Redirect`): the fix is to use where it points, when it
+            // says.
             let target = probe
                 .location
                 .as_deref()

@@ -3,6 +3,7 @@
 //! signing and checking of deliveries.
 
 use std::io::{self, Read as _, Write};
+use std::time::Duration;
 
 use shipment_sdk::model::{RedeliveryQueued, WebhookId};
 
@@ -143,10 +144,7 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
                 Format::Ndjson => output::json_line(out, &queued)?,
             }
             if queued.truncated {
-                note(
-                    "more failures matched than one run queues: run the same command again to \
-                     queue the rest (changes already waiting are skipped)",
-                );
+                note(rerun_hint(queued.retry_after));
             }
         }
         WebhooksCommand::RotateShipmentKey => {
@@ -174,6 +172,28 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: WebhooksCommand) -> R
     Ok(())
 }
 
+/// When to run a truncated bulk redelivery again for the rest: once the
+/// budget per minute has room (the answer's `Retry-After`), or at once
+/// when only the limit of one run cut it.
+fn rerun_hint(retry_after: Option<Duration>) -> String {
+    const SKIPPED: &str = "changes already waiting are skipped";
+    match retry_after {
+        Some(wait) => {
+            // Whole seconds, rounded up, so a rerun at that time has room.
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            format!(
+                "your budget of redelivered changes per minute is used up: run the same command \
+                 again in {} s to queue the rest ({SKIPPED})",
+                secs.max(1)
+            )
+        }
+        None => format!(
+            "more failures matched than one run queues (10,000): run the same command again now \
+             to queue the rest ({SKIPPED})"
+        ),
+    }
+}
+
 /// `Queued 3 redeliveries to webhook 7`, then where to see them (stderr).
 fn redelivery_table(
     out: &mut dyn Write,
@@ -197,4 +217,21 @@ fn redelivery_table(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_cut_says_when_to_run_again_and_a_limit_cut_says_now() {
+        let later = rerun_hint(Some(Duration::from_millis(41_200)));
+        assert!(later.contains("again in 42 s"), "{later}");
+        assert!(later.contains("budget"), "{later}");
+        let soon = rerun_hint(Some(Duration::ZERO));
+        assert!(soon.contains("again in 1 s"), "{soon}");
+        let now = rerun_hint(None);
+        assert!(now.contains("again now"), "{now}");
+        assert!(now.contains("10,000"), "{now}");
+    }
 }

@@ -192,6 +192,8 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
         (r"/[^\s]*/config/", "[CONFIG-DIR]/"),
         // A delivery's duration in milliseconds (the column after the status).
         (r"(failed  +\S+  +)\d+", "${1}[MS]"),
+        // The seconds until a budget has room again (`Retry-After`).
+        (r"again in \d+ s\b", "again in [N] s"),
         // Fixture accounts get a unique address per test.
         (r"[a-z]+-[0-9a-f]{32}@example\.com", "[EMAIL]"),
     ]

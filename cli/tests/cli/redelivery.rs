@@ -13,6 +13,11 @@ use crate::snapshot;
 
 db_tests!(deliveries_are_sent_again_and_a_shipments_history_is_listed);
 
+db_tests!(
+    config = |c| c.webhooks.redeliveries_per_minute = 1;
+    a_run_the_budget_cuts_says_when_to_run_it_again,
+);
+
 /// `webhooks deliveries ID -o json` once it lists `n` attempts.
 async fn log_of(shipctl: &Shipctl, id: &str, n: usize) -> Vec<Value> {
     for _ in 0..200 {
@@ -196,6 +201,49 @@ async fn deliveries_are_sent_again_and_a_shipments_history_is_listed(server: &Te
         .expect_code(1);
     assert!(
         run.stderr.contains("`failed_until` must not be before"),
+        "{run}"
+    );
+}
+
+/// A budget of one redelivered change a minute and two failed changes:
+/// the run queues one and says in how many seconds to run it again (the
+/// answer's `Retry-After`), not to rerun at once; a rerun before then is
+/// refused with exit 6.
+async fn a_run_the_budget_cuts_says_when_to_run_it_again(server: &TestApp) {
+    let f = server.fixture_with_login().await;
+    let shipctl = Shipctl::new()
+        .env("SHIPCTL_BASE_URL", &server.base)
+        .env("SHIPCTL_EMAIL", &f.email);
+    shipctl
+        .run_with_stdin_async(
+            &["login", "--password-stdin"],
+            f.password.clone().unwrap().as_bytes(),
+        )
+        .await
+        .ok();
+    // Nothing listens on port 9: every attempt fails.
+    let hook = shipctl
+        .run_async(&[
+            "webhooks",
+            "register",
+            "https://127.0.0.1:9/hooks/shipments",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    let id = hook["webhook_id"].to_string();
+    server.create_default(&f).await;
+    server.create_default(&f).await;
+    log_of(&shipctl, &id, 2).await;
+
+    let args = ["webhooks", "redeliver", &id, "--failed-since", "2000-01-01"];
+    let run = shipctl.run_async(&args).await.ok();
+    snapshot!("webhooks_redeliver_cut_by_the_budget", run);
+    let run = shipctl.run_async(&args).await.expect_code(6);
+    assert!(
+        run.stderr.starts_with("error: ") && run.stderr.contains("try again"),
         "{run}"
     );
 }

@@ -1,6 +1,8 @@
 //! Merchant webhooks, their delivery log, redelivery, and the signing key
 //! of per-shipment `webhook_url` deliveries.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -227,12 +229,43 @@ pub struct RedeliveryQueued {
     /// redelivery is still waiting are skipped, so calling again with the
     /// same range (after `Retry-After`, when given) queues the rest.
     pub truncated: bool,
+    /// When the merchant's budget per minute cut the call, how long until
+    /// it has room again: the answer's `Retry-After` header, which the SDK
+    /// reads into it. `None` when nothing was cut, or only the limit of one
+    /// call (call again at once). Not part of the JSON body: the service
+    /// neither writes nor reads it.
+    #[serde(skip)]
+    pub retry_after: Option<Duration>,
 }
 
 impl RedeliveryQueued {
-    /// `queued` redeliveries, `truncated` when more matched.
+    /// `queued` redeliveries, `truncated` when more matched; no
+    /// [`retry_after`](Self::retry_after).
     pub fn new(queued: u32, truncated: bool) -> RedeliveryQueued {
-        RedeliveryQueued { queued, truncated }
+        RedeliveryQueued {
+            queued,
+            truncated,
+            retry_after: None,
+        }
+    }
+
+    /// With the answer's `Retry-After` (for tests of code that reads one).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shipment_sdk::model::RedeliveryQueued;
+    /// let cut = RedeliveryQueued::new(1_000, true).with_retry_after(Duration::from_secs(42));
+    /// assert_eq!(cut.retry_after, Some(Duration::from_secs(42)));
+    /// // Not on the wire.
+    /// assert_eq!(
+    ///     serde_json::to_string(&cut).unwrap(),
+    ///     r#"{"queued":1000,"truncated":true}"#
+    /// );
+    /// ```
+    #[must_use]
+    pub fn with_retry_after(mut self, retry_after: Duration) -> RedeliveryQueued {
+        self.retry_after = Some(retry_after);
+        self
     }
 }
 

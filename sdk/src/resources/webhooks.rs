@@ -91,9 +91,9 @@ impl<'a> Webhooks<'a> {
 
     /// A webhook's delivery log, newest first
     /// (`GET /webhooks/:id/deliveries`): set the
-    /// [`page`](ListDeliveriesBuilder::page) and
-    /// [`page_size`](ListDeliveriesBuilder::page_size), then
-    /// [`send`](ListDeliveriesBuilder::send) for one page, whose
+    /// [`page`](DeliveriesBuilder::page) and
+    /// [`page_size`](DeliveriesBuilder::page_size), then
+    /// [`send`](DeliveriesBuilder::send) for one page, whose
     /// [`into_stream`](crate::model::Page::into_stream) goes on through
     /// every older delivery.
     ///
@@ -106,13 +106,8 @@ impl<'a> Webhooks<'a> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn deliveries(&self, id: WebhookId) -> ListDeliveriesBuilder<'a> {
-        ListDeliveriesBuilder {
-            dashboard: self.dashboard,
-            id,
-            page: None,
-            page_size: None,
-        }
+    pub fn deliveries(&self, id: WebhookId) -> DeliveriesBuilder<'a> {
+        DeliveriesBuilder::new(self.dashboard, Log::Webhook(id))
     }
 
     /// Sends one delivery of a webhook again
@@ -164,7 +159,9 @@ impl<'a> Webhooks<'a> {
     /// redelivered changes per minute has left (1,000 by default, the
     /// operator's `--redeliveries-per-minute`); when more matched, the
     /// answer is `truncated`, and calling again with the same range queues
-    /// the rest (changes whose redelivery is still waiting are skipped).
+    /// the rest (changes whose redelivery is still waiting are skipped):
+    /// after its [`retry_after`](RedeliveryQueued::retry_after) when the
+    /// budget cut it, at once when only the limit of one call did.
     /// When changes match and the budget has no room left, it is a 429
     /// ([`Error::is_rate_limited`](crate::Error::is_rate_limited)) whose [`Error::retry_after`](crate::Error::retry_after) says when
     /// it has. `until` before `since` is a 400 naming `failed_until`.
@@ -183,6 +180,10 @@ impl<'a> Webhooks<'a> {
     ///             println!("queued {} redeliveries", queued.queued);
     ///             if !queued.truncated {
     ///                 break;
+    ///             }
+    ///             // Cut by the budget: the rest once it has room again.
+    ///             if let Some(wait) = queued.retry_after {
+    ///                 tokio::time::sleep(wait).await;
     ///             }
     ///         }
     ///         // The budget per minute is used: wait as asked, then the rest.
@@ -209,16 +210,25 @@ impl<'a> Webhooks<'a> {
             format!("/webhooks/{id}/redeliver"),
         )
         .json(&body)?;
-        self.dashboard.transport.json(call).await
+        let reply = self
+            .dashboard
+            .transport
+            .reply::<RedeliveryQueued>(call)
+            .await?;
+        let retry_after = reply.retry_after();
+        Ok(RedeliveryQueued {
+            retry_after,
+            ..reply.value
+        })
     }
 
     /// The delivery history of one of the merchant's shipments
     /// (`GET /webhooks/deliveries?shipment_code=...`): every attempt to each
     /// webhook (`webhook_id`) and to the shipment's own `webhook_url`
     /// (`webhook_id: None`), redeliveries included, newest first. Set the
-    /// [`page`](ShipmentDeliveriesBuilder::page) and
-    /// [`page_size`](ShipmentDeliveriesBuilder::page_size), then
-    /// [`send`](ShipmentDeliveriesBuilder::send) for one page, whose
+    /// [`page`](DeliveriesBuilder::page) and
+    /// [`page_size`](DeliveriesBuilder::page_size), then
+    /// [`send`](DeliveriesBuilder::send) for one page, whose
     /// [`into_stream`](crate::model::Page::into_stream) goes on through
     /// every older attempt.
     ///
@@ -233,13 +243,8 @@ impl<'a> Webhooks<'a> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn shipment_deliveries(&self, code: &ShipmentCode) -> ShipmentDeliveriesBuilder<'a> {
-        ShipmentDeliveriesBuilder {
-            dashboard: self.dashboard,
-            code: code.clone(),
-            page: None,
-            page_size: None,
-        }
+    pub fn shipment_deliveries(&self, code: &ShipmentCode) -> DeliveriesBuilder<'a> {
+        DeliveriesBuilder::new(self.dashboard, Log::Shipment(code.clone()))
     }
 
     /// Creates or replaces the key that signs deliveries to shipments' own
@@ -262,97 +267,44 @@ impl<'a> Webhooks<'a> {
     }
 }
 
-/// A query of a webhook's delivery log; see [`Webhooks::deliveries`].
-/// Nothing is sent until [`send`](Self::send).
+/// Which delivery log a [`DeliveriesBuilder`] reads.
 #[derive(Debug, Clone)]
-#[must_use = "a request builder does nothing until you `.send().await` it"]
-pub struct ListDeliveriesBuilder<'a> {
-    dashboard: &'a DashboardClient,
-    id: WebhookId,
-    page: Option<u32>,
-    page_size: Option<u32>,
+enum Log {
+    /// A webhook's (`GET /webhooks/:id/deliveries`).
+    Webhook(WebhookId),
+    /// A shipment's, across its webhooks and its own `webhook_url`
+    /// (`GET /webhooks/deliveries?shipment_code=...`).
+    Shipment(ShipmentCode),
 }
 
-impl ListDeliveriesBuilder<'_> {
-    /// Page number `page`, from 1 (default 1); a stream starts there.
-    ///
-    /// ```no_run
-    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::WebhookId;
-    /// let older = dashboard.webhooks().deliveries(WebhookId::new(3)).page(2).send().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn page(mut self, page: u32) -> Self {
-        self.page = Some(page);
-        self
-    }
-
-    /// `page_size` deliveries per page, 1 to 100 (the service's default is
-    /// 20).
-    ///
-    /// ```no_run
-    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::WebhookId;
-    /// let log = dashboard.webhooks().deliveries(WebhookId::new(3)).page_size(100).send().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn page_size(mut self, page_size: u32) -> Self {
-        self.page_size = Some(page_size);
-        self
-    }
-
-    /// Fetches the page. Page 0 or a page size outside 1 to 100 fails
-    /// before sending; a webhook the merchant does not have is a 404.
-    ///
-    /// ```no_run
-    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// use futures_util::TryStreamExt as _;
-    /// use shipment_sdk::model::WebhookId;
-    /// let failed = dashboard
-    ///     .webhooks()
-    ///     .deliveries(WebhookId::new(3))
-    ///     .page_size(100)
-    ///     .send()
-    ///     .await?
-    ///     .into_stream()
-    ///     .try_filter(|d| std::future::ready(d.error.is_some()))
-    ///     .try_collect::<Vec<_>>()
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn send(self) -> Result<Page<Delivery>> {
-        checks::paging(self.page, self.page_size)?;
-        let id = self.id;
-        let mut call = Call::get(
-            "/webhooks/{id}/deliveries",
-            format!("/webhooks/{id}/deliveries"),
-        )
-        .param("page", self.page.unwrap_or(1));
-        if let Some(size) = self.page_size {
-            call = call.param("page_size", size);
-        }
-        self.dashboard.transport.page(call).await
-    }
-}
-
-/// A query of a shipment's delivery history; see
-/// [`Webhooks::shipment_deliveries`]. Nothing is sent until
+/// A query of a delivery log: a webhook's ([`Webhooks::deliveries`]) or a
+/// shipment's ([`Webhooks::shipment_deliveries`]). Nothing is sent until
 /// [`send`](Self::send).
 #[derive(Debug, Clone)]
 #[must_use = "a request builder does nothing until you `.send().await` it"]
-pub struct ShipmentDeliveriesBuilder<'a> {
+pub struct DeliveriesBuilder<'a> {
     dashboard: &'a DashboardClient,
-    code: ShipmentCode,
+    log: Log,
     page: Option<u32>,
     page_size: Option<u32>,
 }
 
-impl ShipmentDeliveriesBuilder<'_> {
+impl<'a> DeliveriesBuilder<'a> {
+    fn new(dashboard: &'a DashboardClient, log: Log) -> Self {
+        DeliveriesBuilder {
+            dashboard,
+            log,
+            page: None,
+            page_size: None,
+        }
+    }
+
     /// Page number `page`, from 1 (default 1); a stream starts there.
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::ShipmentCode;
+    /// use shipment_sdk::model::{ShipmentCode, WebhookId};
+    /// let older = dashboard.webhooks().deliveries(WebhookId::new(3)).page(2).send().await?;
     /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
     /// let older = dashboard.webhooks().shipment_deliveries(&code).page(2).send().await?;
     /// # Ok(()) }
@@ -367,7 +319,8 @@ impl ShipmentDeliveriesBuilder<'_> {
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
-    /// use shipment_sdk::model::ShipmentCode;
+    /// use shipment_sdk::model::{ShipmentCode, WebhookId};
+    /// let log = dashboard.webhooks().deliveries(WebhookId::new(3)).page_size(100).send().await?;
     /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
     /// let history = dashboard.webhooks().shipment_deliveries(&code).page_size(100).send().await?;
     /// # Ok(()) }
@@ -378,13 +331,24 @@ impl ShipmentDeliveriesBuilder<'_> {
     }
 
     /// Fetches the page. Page 0 or a page size outside 1 to 100 fails
-    /// before sending; a code that is not one of the merchant's shipments
-    /// is a 404.
+    /// before sending; a webhook the merchant does not have, or a code
+    /// that is not one of the merchant's shipments, is a 404.
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
     /// use futures_util::TryStreamExt as _;
-    /// use shipment_sdk::model::ShipmentCode;
+    /// use shipment_sdk::model::{ShipmentCode, WebhookId};
+    /// let failed = dashboard
+    ///     .webhooks()
+    ///     .deliveries(WebhookId::new(3))
+    ///     .page_size(100)
+    ///     .send()
+    ///     .await?
+    ///     .into_stream()
+    ///     .try_filter(|d| std::future::ready(d.error.is_some()))
+    ///     .try_collect::<Vec<_>>()
+    ///     .await?;
+    ///
     /// // Every failed attempt to a registered webhook, to send them again.
     /// let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse()?;
     /// let failed = dashboard
@@ -406,9 +370,15 @@ impl ShipmentDeliveriesBuilder<'_> {
     /// ```
     pub async fn send(self) -> Result<Page<Delivery>> {
         checks::paging(self.page, self.page_size)?;
-        let mut call = Call::get("/webhooks/deliveries", "/webhooks/deliveries")
-            .param("shipment_code", &self.code)
-            .param("page", self.page.unwrap_or(1));
+        let call = match &self.log {
+            Log::Webhook(id) => Call::get(
+                "/webhooks/{id}/deliveries",
+                format!("/webhooks/{id}/deliveries"),
+            ),
+            Log::Shipment(code) => Call::get("/webhooks/deliveries", "/webhooks/deliveries")
+                .param("shipment_code", code),
+        };
+        let mut call = call.param("page", self.page.unwrap_or(1));
         if let Some(size) = self.page_size {
             call = call.param("page_size", size);
         }

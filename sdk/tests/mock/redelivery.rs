@@ -112,6 +112,7 @@ async fn failures_since_a_time_are_redelivered_with_the_range_as_sent() {
         .await
         .unwrap();
     assert_eq!((queued.queued, queued.truncated), (10_000, true));
+    assert_eq!(queued.retry_after, None, "cut by the limit of one call");
     let until = "2026-11-23T09:30:00Z".parse().unwrap();
     let err = hooks
         .webhooks()
@@ -119,6 +120,35 @@ async fn failures_since_a_time_are_redelivered_with_the_range_as_sent() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(400));
+}
+
+/// Cut by the budget, the 202 says when it has room again; the SDK reads
+/// it into the answer (it is not in the body), and does not wait itself.
+#[tokio::test]
+async fn a_budget_cut_answer_carries_its_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/v1/webhooks/3/redeliver"))
+        .respond_with(
+            ResponseTemplate::new(202)
+                .insert_header("retry-after", "42")
+                .set_body_json(json!({"queued": 1000, "truncated": true})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    catch_all(&server).await;
+
+    let since = "2026-11-23T07:00:00Z".parse().unwrap();
+    let queued = dashboard(&server)
+        .webhooks()
+        .redeliver_failures(WebhookId::new(3), since, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        queued,
+        RedeliveryQueued::new(1000, true).with_retry_after(std::time::Duration::from_secs(42))
+    );
 }
 
 fn attempt(id: i64, webhook_id: Option<i64>, redelivery_of: Option<i64>) -> serde_json::Value {

@@ -47,8 +47,9 @@ pub async fn probe(url: &Url) -> Result<Probe, String> {
         .user_agent(crate::USER_AGENT)
         .timeout(TIMEOUT)
         .connect_timeout(CONNECT_TIMEOUT)
-        // A redirect is worth reporting: the SDK's calls would follow it
-        // (and a POST would turn into a GET).
+        // A redirect is worth reporting: the SDK does not follow one (each
+        // call would fail with `Error::Redirect`), so the base URL must be
+        // where it points.
         .redirect(reqwest::redirect::Policy::none())
         .tls_info(true)
         .build()

@@ -12,6 +12,11 @@ use shipment_testkit::{TestApp, WebhookReceiver, db_tests};
 
 db_tests!(support_sends_failed_deliveries_again_through_the_sdk);
 
+db_tests!(
+    config = |c| c.webhooks.redeliveries_per_minute = 1;
+    a_bulk_redelivery_the_budget_cuts_says_when_it_has_room,
+);
+
 /// The webhook's log once it has `n` attempts, newest first.
 async fn log(dashboard: &DashboardClient, id: WebhookId, n: u64) -> Vec<Delivery> {
     for _ in 0..200 {
@@ -96,4 +101,44 @@ async fn support_sends_failed_deliveries_again_through_the_sdk(server: &TestApp)
     let other = "SHP-0000-0000".parse().unwrap();
     let err = hooks.shipment_deliveries(&other).send().await.unwrap_err();
     assert!(err.is_not_found());
+}
+
+/// A budget of one redelivered change a minute and two failed changes: the
+/// first call queues one and is `truncated` with the 202's `Retry-After`
+/// in `retry_after`; the second, with no room left, is a 429 saying the
+/// same.
+async fn a_bulk_redelivery_the_budget_cuts_says_when_it_has_room(server: &TestApp) {
+    let receiver = WebhookReceiver::start(StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO).await;
+    let f = server.fixture_with_login().await;
+    let dashboard = DashboardClient::login(&server.base, &f.email, f.password.as_deref().unwrap())
+        .await
+        .unwrap();
+    let hooks = dashboard.webhooks();
+    let hook = hooks
+        .register(&receiver.url)
+        .await
+        .unwrap()
+        .webhook
+        .webhook_id;
+    let first = server.create_default(&f).await;
+    server.create_default(&f).await;
+    log(&dashboard, hook, 2).await;
+
+    let since = first["created_at"].as_str().unwrap().parse().unwrap();
+    let queued = hooks.redeliver_failures(hook, since, None).await.unwrap();
+    assert_eq!((queued.queued, queued.truncated), (1, true));
+    let wait = queued
+        .retry_after
+        .expect("cut by the budget: a Retry-After");
+    assert!(wait <= Duration::from_secs(60), "{wait:?}");
+
+    let err = hooks
+        .redeliver_failures(hook, since, None)
+        .await
+        .unwrap_err();
+    assert!(err.is_rate_limited(), "{err}");
+    assert!(
+        err.retry_after()
+            .is_some_and(|d| d <= Duration::from_secs(60))
+    );
 }
