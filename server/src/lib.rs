@@ -24,6 +24,7 @@ pub mod webhooks;
 
 pub use app::couriers::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
+pub use app::key_cache::KEY_CACHE_TTL;
 pub use config::Config;
 
 /// Why the server could not start.
