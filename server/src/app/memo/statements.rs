@@ -131,7 +131,8 @@ fn string_literals(source: &str) -> Vec<String> {
             '\'' => {
                 // A character literal ('"', '\'', 'x') or a lifetime ('a).
                 if chars.get(i + 1) == Some(&'\\') {
-                    i += 2;
+                    // The quote, the backslash and the escaped character.
+                    i += 3;
                     while i < chars.len() && chars[i] != '\'' {
                         i += 1;
                     }
@@ -208,6 +209,7 @@ fn literals_are_read_as_rust_reads_them() {
         // "UPDATE commented SET"
         /* "DELETE FROM commented" */
         let quote = '"';
+        let escaped = ['\'', '\\', '\u{22}'];
         fn f<'a>(x: &'a str) {}
         const A: &str = "UPDATE t SET a = 1, \
                          version = version + 1 WHERE \"id\" = $1";
