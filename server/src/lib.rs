@@ -24,6 +24,7 @@ pub mod webhooks;
 
 pub use app::couriers::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
+pub use app::key_cache::KEY_CACHE_TTL;
 pub use config::Config;
 
 /// Why the server could not start.
@@ -96,6 +97,8 @@ pub struct Application {
     store: Store,
     dispatcher: webhooks::Dispatcher,
     listeners: webhooks::listeners::Listeners,
+    /// What the listener relay makes forget revoked keys.
+    key_cache: std::sync::Arc<app::key_cache::KeyCache>,
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
     dashboard: Option<(TcpListener, axum::Router)>,
@@ -149,6 +152,7 @@ impl Application {
             store::outbox::RedeliveryBudget::per_minute(config.webhooks.redeliveries_per_minute);
         shared.test_controls = test_controls;
         shared.listeners = listeners.clone();
+        let key_cache = shared.key_cache.clone();
         let state = app::AppState::new(shared);
         if let Some(path) = &config.fixtures {
             app::fixtures::apply_file(&state, path).await?;
@@ -170,6 +174,7 @@ impl Application {
             store,
             dispatcher,
             listeners,
+            key_cache,
             deliver_webhooks: !config.webhooks.no_webhook_delivery,
             metrics_listener,
             dashboard,
@@ -230,6 +235,7 @@ impl Application {
         let relaying = tokio::spawn(webhooks::listeners::relay(
             self.store.clone(),
             self.listeners.clone(),
+            self.key_cache.clone(),
             stopped.clone(),
         ));
         let dispatching = self

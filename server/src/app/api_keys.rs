@@ -7,7 +7,7 @@ use super::{AppState, Error, Result};
 use crate::domain::FieldError;
 use crate::domain::keys::{self, KeyKind};
 use crate::store::api_keys::ApiKeyInfo;
-use crate::webhooks::listeners::Credential;
+use crate::store::listen::Revoked;
 
 /// Longest key name accepted.
 pub const MAX_KEY_NAME: usize = 100;
@@ -55,17 +55,24 @@ pub async fn create_api_key(
 }
 
 /// Deletes one of the merchant's keys; it is refused at once, and the
-/// listener streams it opened end.
+/// listener streams it opened end: in this process now, in the others
+/// sharing a PostgreSQL database when the deletion's announcement reaches
+/// them (`webhooks::listeners::relay`).
 pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<()> {
-    if state.store.delete_api_key(merchant_id, id.get()).await? {
-        state
-            .key_cache
-            .forget(crate::domain::keys::KeyKind::Merchant, id.get());
-        state.listeners.revoked(Credential::ApiKey(id.get()));
-        Ok(())
-    } else {
-        Err(Error::NotFound("you have no API key with this id".into()))
+    match state.store.delete_api_key(merchant_id, id.get()).await? {
+        Some(revoked) => {
+            forget_revoked(state, revoked);
+            Ok(())
+        }
+        None => Err(Error::NotFound("you have no API key with this id".into())),
     }
+}
+
+/// Forgets a credential this process just deleted wherever the process
+/// remembers it: the key cache, and the listener streams it opened.
+pub(crate) fn forget_revoked(state: &AppState, revoked: Revoked) {
+    state.key_cache.forget(revoked);
+    state.listeners.revoked(revoked);
 }
 
 /// One of the merchant's keys, by id.

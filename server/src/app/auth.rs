@@ -169,9 +169,8 @@ pub async fn session_for_token(state: &AppState, token: &str) -> Result<Option<S
 /// Ends a session: its token stops working at once, and the listener
 /// streams it opened end.
 pub async fn sign_out(state: &AppState, session: Session) -> Result<()> {
-    state.store.delete_session(session.id).await?;
-    state
-        .listeners
-        .revoked(crate::webhooks::listeners::Credential::Session(session.id));
+    if let Some(revoked) = state.store.delete_session(session.id).await? {
+        super::api_keys::forget_revoked(state, revoked);
+    }
     Ok(())
 }

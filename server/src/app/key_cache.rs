@@ -3,12 +3,31 @@
 //! docs/src/appendix/benchmarks-history.md, "Authentication from memory").
 //!
 //! A key is remembered for [`KEY_CACHE_TTL`] after the database confirmed
-//! it. Deleting a key forgets it in the deleting process at once (and a
-//! lookup that raced with the deletion cannot put it back: see
-//! `generation`); every other process sharing the database stops taking it
-//! within the TTL, which bounds how long revocation takes to spread without
-//! any message between processes. Unknown keys are never remembered, so a
-//! new key works at once everywhere.
+//! it. Unknown keys are never remembered, so a new key works at once
+//! everywhere. What can make an entry stale is the key's deletion (the
+//! server changes nothing else of a key that a lookup answers), and the
+//! rule that keeps it from being served is built in rather than left to
+//! callers:
+//!
+//! - The store's deletion of a key answers a [`Revoked`] (must-use), and
+//!   [`KeyCache::forget`] takes nothing else: the deleting process forgets
+//!   the key before it answers (`app::api_keys::forget_revoked`). A lookup
+//!   that raced with the deletion cannot put it back (see `generation`).
+//! - On PostgreSQL the deletion announces itself in its own statement
+//!   (`store::listen::REVOKED_CHANNEL`), and every process's listener relay
+//!   (`webhooks::listeners::relay`) forgets it as it commits: revocation is
+//!   immediate across processes, the time of a notification. When the
+//!   relay (re)starts listening it forgets every key, since a revocation
+//!   may have gone unheard meanwhile.
+//! - The TTL stays as the bound of last resort: on SQLite (one process
+//!   per file normally, which forgets at once anyway; a second process on
+//!   the same file stops taking the key within the TTL), and for a key
+//!   deleted by hand in the database.
+//!
+//! The tests hold the rule: `key_writes_are_known` fails on any new
+//! statement that deletes or changes a key row, and the revocation tests
+//! (`server/tests/api/revocation.rs`) check that a deleted key is refused
+//! at once by the deleting process and, on PostgreSQL, by another.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,9 +35,12 @@ use std::time::Duration;
 use super::memo::Memo;
 use crate::domain::keys::KeyKind;
 use crate::store::api_keys::KeyOwner;
+use crate::store::listen::{Credential, Revoked};
+use crate::webhooks::listeners::ForgetRevoked;
 
 /// How long a verified key is taken without asking the database again: the
-/// longest a key deleted through another server process keeps working here.
+/// longest a key deleted elsewhere keeps working here when no announcement
+/// tells this process (SQLite, a hand edit, a lost notification).
 pub const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
 
 /// Keys remembered at most (see [`Memo::new`]).
@@ -75,9 +97,14 @@ impl KeyCache {
         });
     }
 
-    /// Forgets the key `key_id` of `kind`: called when it is deleted, after
-    /// the deletion committed.
-    pub fn forget(&self, kind: KeyKind, key_id: i64) {
+    /// Forgets a revoked key: called by the process that deleted it, as
+    /// the deletion committed, and by every process's listener relay when
+    /// the deletion is announced. (Sessions are not remembered here.)
+    pub fn forget(&self, revoked: Revoked) {
+        let (kind, key_id) = match revoked.credential() {
+            Credential::ApiKey(id) => (KeyKind::Merchant, id),
+            Credential::Session(_) => return,
+        };
         self.entries.forget_where(
             || {
                 self.generation.fetch_add(1, Ordering::AcqRel);
@@ -85,11 +112,114 @@ impl KeyCache {
             |(k, _), owner| *k == kind && owner.key_id == key_id,
         );
     }
+
+    /// Forgets every key: each is verified by the database again on its
+    /// next use.
+    pub fn forget_all(&self) {
+        self.entries.forget_where(
+            || {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            },
+            |_, _| true,
+        );
+    }
+}
+
+impl ForgetRevoked for KeyCache {
+    fn forget(&self, revoked: Revoked) {
+        KeyCache::forget(self, revoked);
+    }
+
+    fn forget_all(&self) {
+        KeyCache::forget_all(self);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::memo::statements::{Verb, writing};
+    use crate::store::listen::REVOKED_CHANNEL;
+
+    /// The rule of the module: the statements that change a key row (or a
+    /// session, which listener streams hold on to) are the ones known to
+    /// keep what remembers them right. A new one fails here until it is
+    /// made to answer a [`Revoked`] (and, on PostgreSQL, announce it on
+    /// [`REVOKED_CHANNEL`]), and is listed.
+    #[test]
+    fn key_writes_are_known() {
+        let announced =
+            |kind: &str| format!("pg_notify('{REVOKED_CHANNEL}', '{kind}:' || gone.id)");
+        let mut deletions = 0;
+        for table in ["api_keys", "courier_keys", "sessions", "merchants"] {
+            for write in writing(table) {
+                let sql = write.sql.as_str();
+                let known = match (table, write.verb) {
+                    // A new row: unknown keys are never remembered.
+                    (_, Verb::Insert) => true,
+                    // Bookkeeping the cache keeps itself (`KeyCache::touched`).
+                    ("api_keys" | "courier_keys", Verb::Update) => {
+                        sql == format!("UPDATE {table} SET last_used_at = $1 WHERE id = $2")
+                    }
+                    // `Store::delete_api_key` and `Store::delete_session`,
+                    // which answer `Revoked`, on either engine.
+                    ("api_keys", Verb::Delete) => {
+                        sql == "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2 RETURNING id"
+                            || sql.contains(&announced("api_key"))
+                    }
+                    ("sessions", Verb::Delete) => {
+                        sql == "DELETE FROM sessions WHERE id = $1 RETURNING id"
+                            || sql.contains(&announced("session"))
+                            // Expired sessions, which end their streams by
+                            // themselves (`app::listen::RECHECK`).
+                            || sql == "DELETE FROM sessions WHERE expires_at <= $1"
+                    }
+                    _ => false,
+                };
+                assert!(
+                    known,
+                    "`{sql}` in {} changes a credential that key caches or listener streams \
+                     remember: make its function answer `Revoked` (announced on PostgreSQL), \
+                     then list it here",
+                    write.file
+                );
+                deletions += usize::from(write.verb == Verb::Delete);
+            }
+        }
+        assert_eq!(
+            deletions, 5,
+            "both engines' deletions of keys and sessions, and the pruning"
+        );
+    }
+
+    #[test]
+    fn forgetting_all_forgets_every_key_and_races_no_lookup() {
+        let cache = KeyCache::default();
+        for digest in ["d1", "d2"] {
+            let ticket = cache.get(KeyKind::Merchant, digest).unwrap_err();
+            cache.remember(ticket, KeyKind::Merchant, digest, owner(1));
+        }
+        let racing = cache.get(KeyKind::Merchant, "d3").unwrap_err();
+        cache.forget_all();
+        cache.remember(racing, KeyKind::Merchant, "d3", owner(3));
+        for digest in ["d1", "d2", "d3"] {
+            assert!(cache.get(KeyKind::Merchant, digest).is_err(), "{digest}");
+        }
+    }
+
+    #[test]
+    fn a_session_or_another_key_leaves_a_key_remembered() {
+        let cache = KeyCache::default();
+        let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
+        cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
+        cache.forget(Revoked::announced("session:1").unwrap());
+        cache.forget(deleted_key(2));
+        assert_eq!(cache.get(KeyKind::Merchant, "d1").unwrap(), owner(1));
+    }
+
+    fn deleted_key(id: i64) -> Revoked {
+        Revoked::announced(&format!("api_key:{id}")).unwrap()
+    }
 
     fn owner(key_id: i64) -> KeyOwner {
         KeyOwner {
@@ -109,7 +239,7 @@ mod tests {
             cache.get(KeyKind::Courier, "d1").is_err(),
             "kinds are apart"
         );
-        cache.forget(KeyKind::Merchant, 1);
+        cache.forget(deleted_key(1));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
     }
 
@@ -119,7 +249,7 @@ mod tests {
         let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
         // The database answered "valid", then the key was deleted and
         // forgotten before the answer was remembered.
-        cache.forget(KeyKind::Merchant, 1);
+        cache.forget(deleted_key(1));
         cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
     }

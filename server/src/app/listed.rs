@@ -4,12 +4,18 @@
 //! as JSON (`Store::list_shipments` says how each engine reads them).
 //!
 //! Why it may: a shipment's `version` goes up with every change written to
-//! its row (`Store::change_shipment` is the only write to a shipment after
-//! its create), so an id and a version name one content for good, in every
-//! process sharing the database. A row changed elsewhere comes back with
-//! another version and is read again. The memory lasts
-//! [`LISTED_MEMORY_TTL`], which only bounds how long a hand edit of a row
-//! that leaves its `version` alone goes unseen.
+//! its row, and rows are never deleted (so an id is never used again), so
+//! an id and a version name one content for good, in every process sharing
+//! the database. A row changed elsewhere comes back with another version
+//! and is read again. The memory lasts [`LISTED_MEMORY_TTL`], which only
+//! bounds how long a hand edit of a row that leaves its `version` alone
+//! goes unseen.
+//!
+//! The rule is held by two tests: `every_update_of_a_shipment_sets_its_version`
+//! fails on any statement of the server that updates `shipments` without
+//! setting `version` (or deletes or replaces a row), and
+//! `server/tests/api/caches.rs` runs every kind of change with a database
+//! trigger that refuses an update that does not raise it.
 //!
 //! Why: copying 27 columns of 100 rows out of the database, decoding them
 //! and writing them as JSON was most of a list's time; a first page listed
@@ -109,10 +115,40 @@ pub async fn page(
 
 #[cfg(test)]
 mod tests {
+    use crate::app::memo::statements::{Verb, writing};
     use chrono::Utc;
     use shipment_sdk::model::{CourierId, MerchantId, ShipmentCode, ShipmentId};
 
     use super::*;
+
+    /// The rule of the module, as far as the statements say: whether the
+    /// version set is a higher one is the trigger's test to see.
+    #[test]
+    fn every_update_of_a_shipment_sets_its_version() {
+        let writes = writing("shipments");
+        assert!(writes.iter().any(|w| w.verb == Verb::Update), "{writes:?}");
+        for write in writes {
+            let sql = write.sql.to_ascii_lowercase();
+            let ok = match write.verb {
+                // A new row: a new id.
+                Verb::Insert => true,
+                Verb::Update => {
+                    let set = sql
+                        .split_once(" set ")
+                        .map(|(_, rest)| rest.split(" where ").next().unwrap_or(rest))
+                        .unwrap_or("");
+                    set.split(',').any(|a| a.trim().starts_with("version ="))
+                }
+                Verb::Upsert | Verb::Delete => false,
+            };
+            assert!(
+                ok,
+                "`{}` in {} changes a shipment without raising its `version`, or deletes one \
+                 (whose id could come back): lists would show what they remembered of it",
+                write.sql, write.file
+            );
+        }
+    }
 
     #[test]
     fn a_listed_shipment_is_written_as_the_shipment_itself() {

@@ -3,12 +3,18 @@
 //! courier pricing of creates (`AppState::pricing`) are built on.
 //!
 //! Only answers that may be a little old are kept here; each user says
-//! why, and what makes it forget earlier.
+//! why, and what makes it forget earlier. Each user's rule (which writes
+//! could make it stale, and how they make it forget) has a test that reads
+//! the statements of the server's source ([`statements`]), so a write added
+//! without following the rule fails it.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+#[cfg(test)]
+pub(crate) mod statements;
 
 /// Values by key, each taken for `ttl` after it was remembered.
 #[derive(Debug)]

@@ -74,9 +74,10 @@ async fn create_key(
     path = "/api-keys/{id}",
     tag = "dashboard",
     summary = "Delete an API key: it fails with 401 at once",
-    description = "The server that deletes the key refuses it from the next request on; other \
-                   server processes sharing the database (which remember a verified key for \
-                   0.5 s) refuse it within half a second.",
+    description = "The server that deletes the key refuses it from the next request on, and so \
+                   do other server processes sharing a PostgreSQL database (the deletion is \
+                   announced to them as it commits); another process on the same SQLite file \
+                   (which remembers a verified key for 0.5 s) refuses it within half a second.",
     security(("bearer" = [])),
     params(IdParam),
     responses(

@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, Tx, now};
+use super::listen::{Credential, Revoked};
+use super::{Backend, Store, StoreError, Tx, now};
 use crate::domain::keys::{self, Environment, KeyKind, Secret};
 
 const CREATE_API_KEY: &str = "INSERT INTO api_keys \
@@ -12,6 +13,15 @@ const CREATE_API_KEY: &str = "INSERT INTO api_keys \
 const CREATE_COURIER_KEY: &str = "INSERT INTO courier_keys \
                                   (courier_company_id, prefix, last4, key_digest, created_at) \
                                   VALUES ($1, $2, $3, $4, $5) RETURNING id";
+
+/// Deletes a merchant's key ([`Store::delete_api_key`]).
+const DELETE_API_KEY: &str = "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2 RETURNING id";
+/// The same on PostgreSQL, announcing the deletion on
+/// [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL) as it commits.
+const DELETE_API_KEY_AND_ANNOUNCE: &str = "WITH gone AS \
+    (DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2 RETURNING id) \
+    SELECT gone.id FROM gone, \
+    LATERAL pg_notify('shipment_credential_revoked', 'api_key:' || gone.id) n";
 
 /// Finds a key's owner by digest ([`Store::find_key`]).
 fn find_key_sql(kind: KeyKind) -> &'static str {
@@ -167,12 +177,28 @@ impl Store {
             .await?)
     }
 
-    /// Deletes one of the merchant's keys; `false` if it has no such key.
-    /// The key stops working at once: authentication reads this table.
-    pub async fn delete_api_key(&self, merchant_id: i64, id: i64) -> Result<bool, StoreError> {
-        let sql = "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2";
-        let n = self.query(sql).bind(merchant_id).bind(id).execute().await?;
-        Ok(n == 1)
+    /// Deletes one of the merchant's keys; `None` if it has no such key.
+    /// Authentication reads this table, so the key stops working at once
+    /// wherever it is not remembered: the caller forgets the [`Revoked`]
+    /// key in this process, and on PostgreSQL every process is told of it
+    /// on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL) when the
+    /// deletion commits.
+    pub async fn delete_api_key(
+        &self,
+        merchant_id: i64,
+        id: i64,
+    ) -> Result<Option<Revoked>, StoreError> {
+        let sql = match self.backend() {
+            Backend::Postgres => DELETE_API_KEY_AND_ANNOUNCE,
+            Backend::Sqlite => DELETE_API_KEY,
+        };
+        let gone: Option<i64> = self
+            .query(sql)
+            .bind(merchant_id)
+            .bind(id)
+            .scalar_optional()
+            .await?;
+        Ok(gone.map(|id| Revoked::deleted(Credential::ApiKey(id))))
     }
 
     /// Creates an API key and returns it with its secret (shown once).

@@ -2,8 +2,18 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Store, StoreError, now};
+use super::listen::{Credential, Revoked};
+use super::{Backend, Store, StoreError, now};
 use crate::domain::keys::{self, Secret};
+
+/// Ends a session ([`Store::delete_session`]).
+const DELETE_SESSION: &str = "DELETE FROM sessions WHERE id = $1 RETURNING id";
+/// The same on PostgreSQL, announcing the deletion on
+/// [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL) as it commits.
+const DELETE_SESSION_AND_ANNOUNCE: &str = "WITH gone AS \
+    (DELETE FROM sessions WHERE id = $1 RETURNING id) \
+    SELECT gone.id FROM gone, \
+    LATERAL pg_notify('shipment_credential_revoked', 'session:' || gone.id) n";
 
 /// A live dashboard session as stored (the app layer's `Session` is what a
 /// request carries).
@@ -120,10 +130,15 @@ impl Store {
         Ok(found.is_some())
     }
 
-    /// Ends a session.
-    pub async fn delete_session(&self, id: i64) -> Result<(), StoreError> {
-        let sql = "DELETE FROM sessions WHERE id = $1";
-        self.query(sql).bind(id).execute().await?;
-        Ok(())
+    /// Ends a session; `None` if it had ended. On PostgreSQL every process
+    /// is told of it on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL)
+    /// when the deletion commits (to end the listener streams it opened).
+    pub async fn delete_session(&self, id: i64) -> Result<Option<Revoked>, StoreError> {
+        let sql = match self.backend() {
+            Backend::Postgres => DELETE_SESSION_AND_ANNOUNCE,
+            Backend::Sqlite => DELETE_SESSION,
+        };
+        let gone: Option<i64> = self.query(sql).bind(id).scalar_optional().await?;
+        Ok(gone.map(|id| Revoked::deleted(Credential::Session(id))))
     }
 }

@@ -56,6 +56,55 @@ const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payloa
                           WHERE id = ANY(string_to_array($1, ',')::bigint[]) \
                           AND only_webhook_id IS NULL ORDER BY id";
 
+/// The PostgreSQL channel on which the deletion of a credential (an API
+/// key, a dashboard session) is announced, in the deleting transaction, so
+/// every server process forgets it at once: its key cache, and the
+/// listener streams it opened ([`Revoked`]).
+pub const REVOKED_CHANNEL: &str = "shipment_credential_revoked";
+
+/// What a credential is, by its row id: what a listener's stream was
+/// opened with, and what a deletion revokes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// A merchant API key (`X-API-KEY`), by its id.
+    ApiKey(i64),
+    /// A dashboard session (`Authorization: Bearer`), by its id.
+    Session(i64),
+}
+
+/// A credential whose deletion committed: only the store's deletions (and
+/// their announcements on [`REVOKED_CHANNEL`]) make one, and only what
+/// remembers credentials takes one (`KeyCache::forget`, the listener
+/// streams). So a deletion cannot be written without its caller being
+/// handed what must be forgotten, and dropping it unread is a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a revoked credential must be forgotten where it is remembered (`app::api_keys::forget_revoked`)"]
+pub struct Revoked(Credential);
+
+impl Revoked {
+    /// The credential revoked.
+    pub fn credential(self) -> Credential {
+        self.0
+    }
+
+    /// `credential`, whose deletion the store just made.
+    pub(super) fn deleted(credential: Credential) -> Revoked {
+        Revoked(credential)
+    }
+
+    /// The revocation a [`REVOKED_CHANNEL`] notification announces, if its
+    /// payload is one (`api_key:<id>` or `session:<id>`).
+    pub fn announced(payload: &str) -> Option<Revoked> {
+        let (kind, id) = payload.split_once(':')?;
+        let id = id.parse().ok()?;
+        match kind {
+            "api_key" => Some(Revoked(Credential::ApiKey(id))),
+            "session" => Some(Revoked(Credential::Session(id))),
+            _ => None,
+        }
+    }
+}
+
 /// PostgreSQL: tells every server process (this one included) that these
 /// outbox rows were claimed, on [`CLAIMED_CHANNEL`], when `tx` (the
 /// claim's) commits. A batch's ids fit easily in a notification (8000

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{broadcast, watch};
 
 use crate::store::Store;
-use crate::store::listen::{CLAIMED_CHANNEL, ListenerRow};
+use crate::store::listen::{CLAIMED_CHANNEL, ListenerRow, REVOKED_CHANNEL, Revoked};
 
 /// Listeners one merchant may have connected to one server process at once;
 /// one more is answered 429.
@@ -41,12 +41,17 @@ pub(crate) enum News {
 /// as its credential: deleting the key or ending the session ends it, so a
 /// leaked key cannot go on reading every change (nor hold the merchant's
 /// listener slots) after it was revoked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Credential {
-    /// A merchant API key (`X-API-KEY`), by its id.
-    ApiKey(i64),
-    /// A dashboard session (`Authorization: Bearer`), by its id.
-    Session(i64),
+pub use crate::store::listen::Credential;
+
+/// What remembers credentials besides the listener streams (the key cache,
+/// handed to [`relay`] by the server): told of every revocation made
+/// through any server process sharing the PostgreSQL database.
+pub trait ForgetRevoked: Send + Sync + 'static {
+    /// Forgets a credential whose deletion committed (in any process).
+    fn forget(&self, revoked: Revoked);
+    /// Forgets every credential: revocations may have gone unheard (the
+    /// relay's connection was lost, or is only now listening).
+    fn forget_all(&self);
 }
 
 /// The listeners connected to this process. Cheap to clone.
@@ -109,12 +114,14 @@ impl Listeners {
         let _ = self.inner.news.send(News::KeyRotated(merchant_id));
     }
 
-    /// Ends the streams of this process that `credential` opened: called
-    /// after its deletion committed. Other processes notice by themselves
+    /// Ends the streams of this process that the revoked credential
+    /// opened: called after its deletion committed. On PostgreSQL every
+    /// other process is told by its [`relay`]; on SQLite (one process per
+    /// file) or when a notification is lost, a stream notices by itself
     /// (`app::listen::RECHECK`).
-    pub fn revoked(&self, credential: Credential) {
+    pub fn revoked(&self, revoked: Revoked) {
         if self.inner.news.receiver_count() > 0 {
-            let _ = self.inner.news.send(News::Revoked(credential));
+            let _ = self.inner.news.send(News::Revoked(revoked.credential()));
         }
     }
 
@@ -162,21 +169,31 @@ impl Listeners {
 }
 
 /// PostgreSQL: feeds this process's listeners with the changes any
-/// process's dispatcher claims (announced on [`CLAIMED_CHANNEL`]) until
-/// `stop` turns true. Does nothing on SQLite, where the dispatcher feeds
-/// them directly (one process owns the file's outbox).
+/// process's dispatcher claims (announced on [`CLAIMED_CHANNEL`]), and
+/// makes this process forget at once every credential any process revokes
+/// (announced on [`REVOKED_CHANNEL`]): `keys` forgets it, and the streams it
+/// opened end. Runs until `stop` turns true. Does nothing on SQLite, where
+/// the dispatcher feeds listeners directly and the process that deletes a
+/// credential forgets it (one process owns the file).
 ///
 /// Holds one connection of the pool. A lost connection is made again after
 /// a second; changes announced meanwhile do not reach live listeners (a
-/// reconnecting listener's `Last-Event-ID` catch-up still finds them).
-pub async fn relay(store: Store, listeners: Listeners, mut stop: watch::Receiver<bool>) {
+/// reconnecting listener's `Last-Event-ID` catch-up still finds them), and
+/// since revocations may have gone unheard too, `keys` forgets every
+/// credential each time the relay starts listening.
+pub async fn relay(
+    store: Store,
+    listeners: Listeners,
+    keys: Arc<dyn ForgetRevoked>,
+    mut stop: watch::Receiver<bool>,
+) {
     let crate::store::Pool::Postgres(pool) = store.pool() else {
         return;
     };
     while !*stop.borrow() {
         let connected = async {
             let mut pg = sqlx::postgres::PgListener::connect_with(pool).await?;
-            pg.listen(CLAIMED_CHANNEL).await?;
+            pg.listen_all([CLAIMED_CHANNEL, REVOKED_CHANNEL]).await?;
             Ok::<_, sqlx::Error>(pg)
         };
         let mut pg = match connected.await {
@@ -189,12 +206,30 @@ pub async fn relay(store: Store, listeners: Listeners, mut stop: watch::Receiver
                 }
             }
         };
+        // Anything remembered before now may have been revoked unheard.
+        keys.forget_all();
         loop {
+            // `try_recv`, not `recv`, which would connect again by itself
+            // without saying that notifications may have been missed.
             let notification = tokio::select! {
-                n = pg.recv() => n,
+                n = pg.try_recv() => n.transpose(),
                 _ = stop.changed() => return,
             };
+            let Some(notification) = notification else {
+                tracing::warn!("listeners: the notification connection was lost");
+                break;
+            };
             match notification {
+                Ok(n) if n.channel() == REVOKED_CHANNEL => match Revoked::announced(n.payload()) {
+                    Some(revoked) => {
+                        keys.forget(revoked);
+                        listeners.revoked(revoked);
+                    }
+                    None => tracing::warn!(
+                        payload = n.payload(),
+                        "listeners: a revocation not understood"
+                    ),
+                },
                 // Rows are read only while someone listens here.
                 Ok(_) if listeners.inner.news.receiver_count() == 0 => {}
                 Ok(n) => match store.announced_rows(n.payload()).await {
@@ -337,7 +372,7 @@ mod tests {
         let mut by_key = hub.subscribe(1, Credential::ApiKey(5)).unwrap();
         let mut by_other_key = hub.subscribe(1, Credential::ApiKey(6)).unwrap();
         let mut by_session = hub.subscribe(1, Credential::Session(5)).unwrap();
-        hub.revoked(Credential::ApiKey(5));
+        hub.revoked(Revoked::announced("api_key:5").unwrap());
         hub.publish([row(1, 1)]);
         assert!(by_key.next().await.is_none());
         assert_eq!(by_other_key.next().await.unwrap().id, 1);
@@ -346,7 +381,7 @@ mod tests {
             1,
             "a session of the same id is another credential"
         );
-        hub.revoked(Credential::Session(5));
+        hub.revoked(Revoked::announced("session:5").unwrap());
         assert!(by_session.next().await.is_none());
     }
 }

@@ -5,6 +5,7 @@
 mod receiver;
 
 mod binary;
+mod caches;
 mod courier;
 mod dashboard;
 mod dashboard_pages;
