@@ -179,18 +179,12 @@ async fn on_postgres(settings: PoolSettings, check: impl AsyncFn(&Store)) {
 /// the writes that fail (a taken e-mail) fail alone, and every write that
 /// was answered with success is in the database.
 async fn each_grouped_write_is_answered_alone(store: &Store) {
-    let insert: super::group_commit::Job<String, i64> = |tx, email| {
-        Box::pin(async move {
-            let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
-                       VALUES ('Shop', $1, 'x', $2) RETURNING id";
-            Ok(tx
-                .query(sql)
-                .bind(email.as_str())
-                .bind(now())
-                .scalar()
-                .await?)
-        })
-    };
+    async fn insert(tx: &mut super::Tx, email: String) -> Result<i64, StoreError> {
+        let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
+                   VALUES ('Shop', $1, 'x', $2) RETURNING id";
+        let q = tx.query(sql).bind(email.as_str()).bind(now());
+        Ok(q.scalar().await?)
+    }
     let writes = (0..200).map(|i| {
         let store = store.clone();
         // Every tenth write takes the same e-mail: one of them wins.
@@ -199,7 +193,13 @@ async fn each_grouped_write_is_answered_alone(store: &Store) {
         } else {
             format!("shop-{i}@example.com")
         };
-        tokio::spawn(async move { (email.clone(), store.write(email, insert).await) })
+        let written = email.clone();
+        tokio::spawn(async move {
+            let id = store
+                .write(move |tx| Box::pin(insert(tx, written.clone())))
+                .await;
+            (email, id)
+        })
     });
     let mut stored = std::collections::HashSet::new();
     let mut taken = 0;
@@ -237,7 +237,7 @@ async fn each_engine_reports_each_unique_constraint() {
 /// outbox row (the shipment as created, byte for byte) and its count.
 async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     use crate::domain::validation::NewShipment;
-    use crate::store::shipments::Created;
+    use crate::store::shipments::CreateOutcome;
     let (merchant, courier) = shop(store).await;
     let creates = (0..150).map(|i| {
         let store = store.clone();
@@ -255,7 +255,7 @@ async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     });
     let mut made = std::collections::HashMap::new();
     for create in creates.collect::<Vec<_>>() {
-        let Created::New(shipment) = create.await.unwrap().unwrap() else {
+        let Ok(CreateOutcome::Created(shipment)) = create.await.unwrap().unwrap() else {
             panic!("not a new shipment");
         };
         let fee_minor = shipment.total_fee.mantissa();
