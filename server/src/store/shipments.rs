@@ -1,14 +1,14 @@
 //! Shipments: create (with idempotency), read, list, and changes that are
 //! read, decided by `domain` and written back in one transaction.
 //!
-//! A create without an `Idempotency-Key` is a [`NewRow`] written at the
-//! commit of a group commit ([`Store::write_at_commit`]), every one of a
-//! group in one `INSERT … RETURNING *` ([`NewRow`]'s [`AtCommit`]), which
+//! A create without an `Idempotency-Key` is a `NewRow` written at the
+//! commit of a group commit (`Store::write_at_commit`), every one of a
+//! group in one `INSERT … RETURNING *` (`NewRow`'s `AtCommit`), which
 //! queues each shipment's outbox row (`outbox::enqueue`) and its count
-//! ([`Count`]). A create with a key is written in its turn, as a group of
+//! (`Count`). A create with a key is written in its turn, as a group of
 //! one: it reads the key first and stores the answer with it. A change is
-//! a closure on the group's transaction ([`Store::write`]): read, decided,
-//! written back, with its outbox row.
+//! a closure on the group's transaction (`Store::write`): read, decided,
+//! written back, with its outbox row, in [`Store::change_shipment`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock};
@@ -248,7 +248,8 @@ type Decide = dyn Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Se
 
 impl Store {
     /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
-    /// committed with the writes of concurrent requests (`Store::write`).
+    /// committed with the writes of concurrent requests (a group commit).
+    /// [`KeyReused`] when the key came with another body before.
     pub async fn create_shipment(
         &self,
         merchant_id: i64,
@@ -271,7 +272,7 @@ impl Store {
     }
 
     /// One shipment by code, if it exists; read together with the reads by
-    /// code of concurrent requests ([`ByCode`]).
+    /// code of concurrent requests (`ByCode`).
     pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
         self.by_code.read(&self.db, code.to_owned()).await
     }

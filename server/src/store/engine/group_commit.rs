@@ -4,14 +4,14 @@
 //!
 //! A write is a closure on the open transaction, run through
 //! [`Store::write`], or a row written at commit whose result the request
-//! waits for ([`Store::write_at_commit`]). It must be repeatable: when one write of a group fails
-//! (a unique key taken, a database error), the group is rolled back and
-//! each of its writes runs again in a transaction of its own, so every
-//! request gets its own answer and no request's failure undoes another's
-//! write. A write that fails with a passing conflict ([`StoreError::is_transient`]:
-//! a new shipment's code taken, an idempotency key stored meanwhile by
-//! another process, a PostgreSQL deadlock) is tried again, up to
-//! [`ATTEMPTS`] times.
+//! waits for ([`Store::write_at_commit`]). It must be repeatable: when one
+//! write of a group fails (a unique key taken, a database error), the
+//! group is rolled back and each of its writes runs again in a transaction
+//! of its own, so every request gets its own answer and no request's
+//! failure undoes another's write. A write that fails with a passing
+//! conflict ([`StoreError::is_transient`]: a new shipment's code taken, an
+//! idempotency key stored meanwhile by another process, a PostgreSQL
+//! deadlock) is tried again, up to [`ATTEMPTS`] times.
 //!
 //! Why: on SQLite every commit writes every page it changed to the WAL,
 //! and every write transaction waits its turn for the one write lock; a
