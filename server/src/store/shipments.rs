@@ -69,7 +69,7 @@ static INSERT: LazyLock<Vec<Sql>> = LazyLock::new(|| {
 });
 
 /// A shipment row, as stored. Changes are decided on its wire form
-/// ([`ShipmentRecord::to_model`], by `domain::lifecycle`) and written back
+/// ([`ShipmentRecord::into_model`], by `domain::lifecycle`) and written back
 /// by [`Store::change_shipment`].
 ///
 /// One field per column of `shipments`, read by name, so queries read it
@@ -107,12 +107,12 @@ pub struct ShipmentRecord {
 }
 
 impl ShipmentRecord {
-    /// `delta` to the kept count this shipment is one of, in `status`.
-    fn count(&self, status: &str, delta: i64) -> Count {
+    /// `delta` to the kept count this shipment is one of.
+    fn count(&self, delta: i64) -> Count {
         Count {
             merchant_id: self.merchant_id,
             courier_company_id: self.courier_company_id,
-            status: status.to_owned(),
+            status: self.status.clone(),
             delta,
         }
     }
@@ -120,11 +120,6 @@ impl ShipmentRecord {
     /// The status as the wire model knows it.
     pub fn status(&self) -> Status {
         self.status.parse().unwrap_or_else(|never| match never {})
-    }
-
-    /// The wire form.
-    pub fn to_model(&self) -> Result<Shipment, StoreError> {
-        self.clone().into_model()
     }
 
     /// The wire form, taking the record's strings instead of copying them:
@@ -419,7 +414,7 @@ impl AtCommit for NewRow {
             let record = by_code.remove(code.as_str()).ok_or_else(|| {
                 StoreError::Corrupt(format!("shipment {code} was not returned by its insert"))
             })?;
-            tx.at_commit(record.count(&record.status, 1));
+            tx.at_commit(record.count(1));
             let (id, merchant_id) = (record.id, record.merchant_id);
             let shipment = record.into_model()?;
             outbox::enqueue(tx, id, merchant_id, &shipment);
@@ -511,21 +506,22 @@ async fn change(
         if !actor.may_see(&record) {
             return Ok(Change::Refused(Refusal::Forbidden));
         }
-        let mut shipment = record.to_model()?;
+        let (id, merchant_id, read_version) = (record.id, record.merchant_id, record.version);
+        let was = record.count(-1);
+        let mut shipment = record.into_model()?;
         let at = now();
-        let read_version = record.version;
         match decide(&mut shipment, at) {
             Err(refusal) => return Ok(Change::Refused(refusal)),
             Ok(false) => return Ok(Change::Unchanged(shipment)),
             Ok(true) => {}
         }
         if let Some(provided) = &confirmation
-            && let Some(stored) = confirmation_code(tx, record.id).await?
+            && let Some(stored) = confirmation_code(tx, id).await?
             && let Err(refusal) = confirmation::check(&stored, provided.as_deref(), at)
         {
             if refusal.counts {
                 // Committed though the delivery is refused.
-                count_wrong_code(tx, record.id).await?;
+                count_wrong_code(tx, id).await?;
             }
             let reason = refusal.reason.to_owned();
             return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
@@ -533,15 +529,20 @@ async fn change(
         shipment.version = read_version + 1;
         shipment.updated_at = at;
         if write_back(tx, &shipment, read_version).await? {
-            if record.status != shipment.status.as_str() {
-                tx.at_commit(record.count(&record.status, -1));
-                tx.at_commit(record.count(shipment.status.as_str(), 1));
+            if was.status != shipment.status.as_str() {
+                let now_in = Count {
+                    status: shipment.status.as_str().to_owned(),
+                    delta: 1,
+                    ..was.clone()
+                };
+                tx.at_commit(was);
+                tx.at_commit(now_in);
             }
             if confirmation.is_some() {
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
-                tx.query(sql).bind(record.id).execute().await?;
+                tx.query(sql).bind(id).execute().await?;
             }
-            outbox::enqueue(tx, record.id, record.merchant_id, &shipment);
+            outbox::enqueue(tx, id, merchant_id, &shipment);
             return Ok(Change::Done(shipment));
         }
     }

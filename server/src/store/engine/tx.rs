@@ -11,8 +11,8 @@ use crate::store::{Backend, StoreError};
 
 /// An open write transaction.
 ///
-/// Statements run on it with [`Tx::query`]; rows of an [`AtCommit`] kind
-/// queued with [`Tx::at_commit`] wait for [`Tx::commit`], which writes
+/// Statements run on it with `Tx::query`; rows of an `AtCommit` kind
+/// queued with `Tx::at_commit` wait for [`Tx::commit`], which writes
 /// each kind's in one call, however many writes of a group commit queued
 /// them.
 pub struct Tx {

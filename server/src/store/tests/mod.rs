@@ -283,7 +283,7 @@ async fn each_engine_answers_concurrent_reads_by_code_each_with_its_own() {
     on_each_engine(concurrent_reads_by_code_each_get_their_own).await;
 }
 
-/// Concurrent reads by code are served in batches (`shipments::by_code`):
+/// Concurrent reads by code are served in batches (`shipments::ByCode`):
 /// each gets the shipment with its own code, the same code read twice in
 /// a batch gets it twice, and an unknown code gets nothing.
 async fn concurrent_reads_by_code_each_get_their_own(store: &Store) {
