@@ -4,14 +4,19 @@
 //! statements on a transaction ([`Tx`]) or on the pool (`Store::query`);
 //! this module decides *how*, behind a small interface:
 //!
-//! | The resource file writes                   | and the engine                                                |
-//! |--------------------------------------------|---------------------------------------------------------------|
-//! | `tx.query(SQL).bind(…).fetch_…()`          | runs it on SQLite or PostgreSQL ([`Query`])                   |
-//! | `store.write(move \|tx\| …)`               | runs it in the next group commit ([`group_commit`])           |
-//! | `impl AtCommit for Row` + `tx.at_commit(row)` | writes a transaction's rows of that kind in one call at its commit ([`AtCommit`]) |
-//! | `store.write_at_commit(row)`               | both: the row rides a group commit, its request gets back what writing it made |
-//! | `impl ReadMany for Kind` + `reads.read(…)` | reads concurrent requests' keys in one statement ([`reads`])  |
-//! | `PaddedIn::new(…)`, `multi_row(…)`         | keeps one statement per size class for `IN` lists and multi-row `VALUES` ([`query`]) |
+//! - `tx.query(SQL).bind(…).fetch_…()`, or `store.query(…)` on the pool:
+//!   the engine runs it on SQLite or PostgreSQL ([`Query`](query::Query)).
+//! - `store.write(move |tx| Box::pin(…))`: the closure runs in the next
+//!   group commit's transaction ([`group_commit`]).
+//! - `impl AtCommit for Row`, then `tx.at_commit(row)`: a transaction's
+//!   rows of that kind are written in one call at its commit ([`AtCommit`]).
+//! - `store.write_at_commit(row)`: both; the row rides the next group
+//!   commit, and its request gets back what writing it made (a create's
+//!   shipment, from `RETURNING *`).
+//! - `impl ReadMany for Kind`, then `reads.read(db, key)`: concurrent
+//!   requests' keys are read in one statement ([`reads`]).
+//! - `PaddedIn::new(…)`, `multi_row(…)`: one statement per size class for
+//!   `IN` lists and multi-row `VALUES` ([`query`]).
 //!
 //! What lies behind it, and why each piece exists (BENCHMARKS.md has the
 //! figures):
