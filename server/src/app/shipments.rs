@@ -13,20 +13,11 @@ use super::{AppState, Error, Result};
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
 use crate::domain::list_query::ListQuery;
-use crate::domain::validation::{self, NewShipment, webhook_url};
+use crate::domain::validation::{self, NewShipment};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
-use crate::store::shipments::{Actor, Change, Created};
-
-/// What a create answers.
-#[derive(Debug)]
-pub enum CreateOutcome {
-    /// A new shipment.
-    Created(Box<Shipment>),
-    /// The same idempotency key and body were seen within 24 h: the first
-    /// answer's body, verbatim.
-    Replayed(String),
-}
+pub use crate::store::shipments::CreateOutcome;
+use crate::store::shipments::{Actor, Change, KeyReused};
 
 /// Reads an `Idempotency-Key` header value.
 pub fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
@@ -49,9 +40,7 @@ pub async fn create_shipment(
     ));
     let new = NewShipment::parse(request)?;
     if let Some(url) = &new.webhook_url {
-        // Normalised by `NewShipment::parse`, so this parses to itself.
-        let url = webhook_url("webhook_url", url)?;
-        super::webhooks::check_target(state, "webhook_url", &url).await?;
+        super::webhooks::check_target(state, "webhook_url", url).await?;
         if state
             .store
             .shipment_signing_key(merchant_id)
@@ -87,18 +76,15 @@ pub async fn create_shipment(
         FieldError::invalid("weight_kg", "the fee for this shipment is too large")
     })?;
     let idempotency = idempotency_key.map(|k| (k.as_str(), request_digest.as_str()));
-    match state
+    let outcome = state
         .store
         .create_shipment(merchant_id, new, fee_minor, idempotency)
         .await?
-    {
-        Created::New(shipment) => {
-            state.outbox_signal.notify_one();
-            Ok(CreateOutcome::Created(shipment))
-        }
-        Created::Replayed(body) => Ok(CreateOutcome::Replayed(body)),
-        Created::KeyReused => Err(Error::IdempotencyKeyReused),
+        .map_err(|KeyReused| Error::IdempotencyKeyReused)?;
+    if let CreateOutcome::Created(_) = outcome {
+        state.outbox_signal.notify_one();
     }
+    Ok(outcome)
 }
 
 /// One page of `actor`'s shipments in the list envelope.

@@ -45,8 +45,8 @@ pub struct NewShipment {
     pub start_address: Option<String>,
     /// Delivery location.
     pub end_address: Option<String>,
-    /// A [`WebhookUrl`], in its normalised form.
-    pub webhook_url: Option<String>,
+    /// The shipment's own webhook URL, normalised.
+    pub webhook_url: Option<WebhookUrl>,
 }
 
 impl NewShipment {
@@ -92,7 +92,7 @@ impl NewShipment {
         }
         let webhook_url = req
             .webhook_url
-            .map(|u| webhook_url("webhook_url", &u).map(WebhookUrl::into_string))
+            .map(|u| webhook_url("webhook_url", &u))
             .transpose()?;
         Ok(NewShipment {
             courier_company_id: req.courier_company_id.get(),
@@ -271,7 +271,8 @@ mod tests {
         assert!(NewShipment::parse(req().webhook_url("not a url")).is_err());
         assert!(NewShipment::parse(req().webhook_url("https://u:p@example.com/")).is_err());
         let ok = NewShipment::parse(req().webhook_url("https://Example.com/hook")).unwrap();
-        assert_eq!(ok.webhook_url.as_deref(), Some("https://example.com/hook"));
+        let kept = ok.webhook_url.as_ref().map(WebhookUrl::as_str);
+        assert_eq!(kept, Some("https://example.com/hook"));
     }
 
     #[test]

@@ -1,39 +1,58 @@
 //! The database: one [`Store`] over SQLite (embedded default) or PostgreSQL.
 //!
+//! The store is two layers:
+//!
+//! - The resource files say what is read and written, as plain statements
+//!   on a transaction ([`Tx`]) or on the pool, readable top to bottom:
+//!   `shipments.rs` (create, read by code, change; the list in
+//!   `shipments/list.rs`), `outbox.rs` (the outbox row of a change, the
+//!   dispatcher's claims and finishes, redeliveries), `webhooks.rs`,
+//!   `merchants.rs`, `couriers.rs`, `api_keys.rs`, `auth.rs`, `listen.rs`.
+//! - `engine` decides how: group commit, rows written at commit, batched
+//!   reads, padded `IN` lists, one statement text for both engines, the
+//!   pools. Its module documentation lists the small interface the
+//!   resource files use, and why each piece exists.
+//!
+//! A shipment create, for one: `Store::create_shipment` (`shipments.rs`)
+//! hands its row to the next group commit (`Store::write_at_commit`); at
+//! the commit, `NewRow`'s `AtCommit::write`, next to it, inserts the
+//! group's rows in one `INSERT … RETURNING *` and queues each shipment's
+//! outbox row (`outbox::enqueue`, whose `INSERT` is in `outbox.rs`) and its
+//! count.
+//!
 //! Every statement is written once, in SQL both engines understand (`$1`
 //! parameters, `RETURNING`), as a `&'static str` (two constants where the
-//! engines differ, as for `FOR UPDATE SKIP LOCKED`), and run through
-//! `query::Query` on whichever pool the URL chose, or on an open [`Tx`];
-//! rows come back as `#[derive(sqlx::FromRow)]` structs. The shipment list,
-//! whose filters vary per request, is built with `sqlx::QueryBuilder`
-//! instead (`shipments/list.rs`). Every error passes
-//! through [`StoreError`]'s `From<sqlx::Error>`, which names the unique
-//! constraint a write ran into (`unique_violation`). Timestamps are
-//! truncated to microseconds in Rust ([`now`]) so both engines store exactly
-//! what the API shows.
+//! engines differ, as for `FOR UPDATE SKIP LOCKED`), and run through the
+//! engine's `Query` on whichever pool the URL chose, or on an open [`Tx`];
+//! rows come back as `#[derive(sqlx::FromRow)]` structs, one per table,
+//! converted to the wire model in one place each way (for shipments,
+//! `ShipmentRecord::into_model` and `NewRow`'s `INSERT`). The shipment
+//! list, whose filters vary per request, is built with `sqlx::QueryBuilder`
+//! instead (`shipments/list.rs`). Every error passes through
+//! [`StoreError`]'s `From<sqlx::Error>`, which names the unique constraint
+//! a write ran into (`unique_violation`). Timestamps are truncated to
+//! microseconds in Rust ([`now`]) so both engines store exactly what the
+//! API shows.
 
-use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
+use sqlx::{PgPool, Postgres};
 
 pub mod api_keys;
 pub mod auth;
 pub mod couriers;
-mod group_commit;
-mod lanes;
+pub(crate) mod engine;
 pub mod listen;
 pub mod merchants;
 pub mod outbox;
-mod query;
-mod reach;
 pub mod shipments;
 pub mod webhooks;
+
+use engine::group_commit::GroupCommit;
+use engine::{Db, Reads, reach};
+pub use engine::{Pool, Tx};
 
 /// Errors of the store. The `…Taken` variants name the unique constraint a
 /// write ran into, for the caller to decide what it means; anything else is
@@ -172,83 +191,18 @@ impl Backend {
 
 /// A handle on the database; cheap to clone.
 ///
-/// Besides the pool it holds the queue of `Store::write`, where the
+/// Besides the pools it holds the queue of `Store::write`, where the
 /// writes of concurrent requests wait to be committed together, and the
 /// queue of [`Store::shipment`], where reads by code wait to be read
-/// together.
+/// together (see `engine`).
 #[derive(Debug, Clone)]
 pub struct Store {
     db: Db,
-    group: Arc<group_commit::GroupCommit>,
-    /// The queue of shipment reads by code, served in batches.
-    by_code: Arc<shipments::by_code::Reads>,
-}
-
-/// The pool of one engine: every read, and writes made of one statement.
-#[derive(Debug, Clone)]
-pub enum Pool {
-    /// The embedded default.
-    Sqlite(SqlitePool),
-    /// For production and several server processes.
-    Postgres(PgPool),
-}
-
-/// The connections a store writes and reads with; what the group-commit
-/// task holds (not the [`Store`], whose last clone going away ends it).
-#[derive(Debug, Clone)]
-struct Db {
-    pool: Pool,
-    /// PostgreSQL: whether the database is known to be unreachable, which
-    /// every acquire from `pool` goes through.
-    reach: Option<reach::Reach>,
-    /// SQLite: the one connection this process begins write transactions
-    /// on. SQLite lets one writer at a time in, and makes the others wait
-    /// in its busy handler, which sleeps (up to 100 ms a turn) instead of
-    /// queueing: under load a write waited up to 0.7 s. Waiting for this
-    /// connection instead queues the process's writers in order, and
-    /// readers keep the pool's other connections (WAL lets them read
-    /// while it writes).
-    sqlite_writer: Option<SqlitePool>,
-}
-
-/// One kept count of shipments: a merchant's, with one courier company,
-/// in one status (`shipment_counts_by_courier`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Counter {
-    pub merchant_id: i64,
-    pub courier_company_id: i64,
-    pub status: String,
-}
-
-/// An open write transaction.
-pub struct Tx {
-    conn: TxConn,
-    /// Changes to `shipment_counts_by_courier` made in this transaction, by
-    /// merchant, courier company and status, written when it commits: in
-    /// one statement per counter however many shipments a group commit
-    /// holds, and in one order, so two transactions never wait on each
-    /// other's counters.
-    counts: BTreeMap<Counter, i64>,
-    /// Outbox rows of this transaction's changes, written when it commits,
-    /// all in one statement.
-    outbox: Vec<outbox::Enqueued>,
-    /// Creates of this transaction, written when it commits, all in one
-    /// statement (before the outbox rows, which they add to).
-    shipments: Vec<shipments::batched::Deferred>,
-    /// Delivery attempts logged in this transaction, written when it
-    /// commits, all in one statement.
-    logged: Vec<outbox::Logged>,
-    /// Outbox rows finished in this transaction, marked done when it
-    /// commits, all in one statement.
-    finished: Vec<outbox::Finished>,
-}
-
-enum TxConn {
-    /// Begun `IMMEDIATE`, so concurrent writers queue on the busy timeout
-    /// instead of failing with "database is locked" when they upgrade.
-    Sqlite(Transaction<'static, Sqlite>),
-    /// A PostgreSQL transaction (read committed).
-    Postgres(Transaction<'static, Postgres>),
+    /// The queue of `Store::write` (`engine::group_commit`).
+    group: Arc<GroupCommit>,
+    /// The queue of shipment reads by code, served in batches
+    /// (`engine::reads`).
+    by_code: Arc<Reads<shipments::ByCode>>,
 }
 
 /// Now, at the precision both engines keep (microseconds).
@@ -288,55 +242,8 @@ impl Default for PoolSettings {
 impl Store {
     /// Connects to `url` (creating a SQLite file if missing).
     pub async fn connect(url: &str, settings: PoolSettings) -> Result<Store, StoreError> {
-        let db = match Backend::of(url) {
-            Some(Backend::Sqlite) if matches!(url, "sqlite::memory:" | "sqlite://:memory:") => {
-                connect_memory(settings).await?
-            }
-            Some(Backend::Sqlite) => {
-                let options = SqliteConnectOptions::from_str(url)?;
-                if !url.contains(":memory:") && !url.contains("mode=memory") {
-                    create_private(options.get_filename()).map_err(sqlx::Error::Io)?;
-                }
-                let options = options
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(Duration::from_secs(10))
-                    .foreign_keys(true);
-                Db {
-                    pool: Pool::Sqlite(sqlite_pool(&options, settings).await?),
-                    reach: None,
-                    sqlite_writer: Some(sqlite_pool(&options, settings.writer()).await?),
-                }
-            }
-            Some(Backend::Postgres) => {
-                let options = PgConnectOptions::from_str(url)?;
-                let reach = reach::Reach::new(options.clone());
-                let connected = reach.clone();
-                let pool = PgPoolOptions::new()
-                    .max_connections(settings.max_connections)
-                    .acquire_timeout(settings.acquire_timeout)
-                    // A connection made is the database reached.
-                    .after_connect(move |_, _| {
-                        connected.connected();
-                        Box::pin(std::future::ready(Ok(())))
-                    })
-                    .connect_with(options)
-                    .await?;
-                Db {
-                    pool: Pool::Postgres(pool),
-                    reach: Some(reach),
-                    sqlite_writer: None,
-                }
-            }
-            None => {
-                return Err(StoreError::Database(sqlx::Error::Configuration(
-                    "the database URL must start with sqlite:// or postgres://".into(),
-                )));
-            }
-        };
         Ok(Store {
-            db,
+            db: Db::connect(url, settings).await?,
             group: Arc::default(),
             by_code: Arc::default(),
         })
@@ -344,7 +251,7 @@ impl Store {
 
     /// The pool, for statements of its own (tests, the listener relay).
     pub fn pool(&self) -> &Pool {
-        &self.db.pool
+        self.db.pool()
     }
 
     /// A connection of `pool` (this store's PostgreSQL pool), for
@@ -355,10 +262,7 @@ impl Store {
         &self,
         pool: &PgPool,
     ) -> Result<sqlx::pool::PoolConnection<Postgres>, StoreError> {
-        Ok(match &self.db.reach {
-            Some(reach) => reach.acquire(pool).await?,
-            None => pool.acquire().await?,
-        })
+        self.db.postgres_connection(pool).await
     }
 
     /// Creates or upgrades the schema.
@@ -402,197 +306,7 @@ impl Store {
 
     /// Closes every connection (graceful shutdown).
     pub async fn close(&self) {
-        match self.pool() {
-            Pool::Sqlite(pool) => pool.close().await,
-            Pool::Postgres(pool) => pool.close().await,
-        }
-        if let Some(writer) = &self.db.sqlite_writer {
-            writer.close().await;
-        }
-    }
-}
-
-impl Db {
-    fn backend(&self) -> Backend {
-        match self.pool {
-            Pool::Sqlite(_) => Backend::Sqlite,
-            Pool::Postgres(_) => Backend::Postgres,
-        }
-    }
-
-    async fn begin(&self) -> Result<Tx, StoreError> {
-        let conn = match &self.pool {
-            Pool::Sqlite(pool) => {
-                let writer = self.sqlite_writer.as_ref().unwrap_or(pool);
-                TxConn::Sqlite(writer.begin_with("BEGIN IMMEDIATE").await?)
-            }
-            Pool::Postgres(pool) => TxConn::Postgres(match &self.reach {
-                Some(reach) => reach.begin(pool).await?,
-                None => pool.begin().await?,
-            }),
-        };
-        Ok(Tx {
-            conn,
-            counts: BTreeMap::new(),
-            outbox: Vec::new(),
-            shipments: Vec::new(),
-            logged: Vec::new(),
-            finished: Vec::new(),
-        })
-    }
-}
-
-impl PoolSettings {
-    /// The settings of SQLite's one-connection writer pool.
-    fn writer(self) -> PoolSettings {
-        PoolSettings {
-            max_connections: 1,
-            ..self
-        }
-    }
-}
-
-/// A pool of SQLite connections with `options`.
-async fn sqlite_pool(
-    options: &SqliteConnectOptions,
-    settings: PoolSettings,
-) -> Result<SqlitePool, StoreError> {
-    Ok(SqlitePoolOptions::new()
-        // An embedded database cannot drop a connection the way a network
-        // can, and the ping before every acquire is one more hop to
-        // SQLite's worker thread per query.
-        .test_before_acquire(false)
-        .max_connections(settings.max_connections)
-        .acquire_timeout(settings.acquire_timeout)
-        .connect_with(options.clone())
-        .await?)
-}
-
-/// `sqlite::memory:`: one database in this process's memory, shared by
-/// every connection of the pool and by nothing else, gone when the pool
-/// closes. It is SQLite's `memdb` VFS under a unique name that starts with
-/// `/`, which the connections of one process share with SQLite's ordinary
-/// database locks: a writer (`BEGIN IMMEDIATE`) and readers take turns,
-/// waiting on the busy timeout, as on a file without WAL (sqlx's own
-/// `:memory:` is a shared cache instead, with table locks of its own). An
-/// in-memory database lives only while a connection to it is open, and the
-/// pool closes idle and old connections, so one is held outside the pool
-/// until the pool closes.
-async fn connect_memory(settings: PoolSettings) -> Result<Db, StoreError> {
-    use sqlx::{ConnectOptions as _, Connection as _};
-    let name = format!("/shipment-server-{}", uuid::Uuid::new_v4().simple());
-    let options = SqliteConnectOptions::new()
-        .filename(name)
-        .vfs("memdb")
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Memory)
-        .busy_timeout(Duration::from_secs(10))
-        .foreign_keys(true);
-    let keeper = options.connect().await?;
-    let pool = sqlite_pool(&options, settings).await?;
-    let writer = sqlite_pool(&options, settings.writer()).await?;
-    let closed = pool.close_event();
-    tokio::spawn(async move {
-        closed.await;
-        let _ = keeper.close().await;
-    });
-    Ok(Db {
-        pool: Pool::Sqlite(pool),
-        reach: None,
-        sqlite_writer: Some(writer),
-    })
-}
-
-/// Creates an empty database file readable and writable by its owner only,
-/// if there is none: it holds password hashes, key digests and sealed
-/// signing keys. SQLite gives its `-wal` and `-shm` files the database
-/// file's mode, so they are private too. An existing file is left as it is,
-/// with a warning if others may read it.
-fn create_private(path: &std::path::Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt as _;
-                let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
-                if mode & 0o077 != 0 {
-                    tracing::warn!(
-                        path = %path.display(),
-                        mode = format!("{mode:03o}"),
-                        "the database file can be read by others; `chmod 600` it (and its -wal and -shm files)"
-                    );
-                }
-            }
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
-}
-
-impl Tx {
-    /// Which engine this is.
-    pub fn backend(&self) -> Backend {
-        match self.conn {
-            TxConn::Sqlite(_) => Backend::Sqlite,
-            TxConn::Postgres(_) => Backend::Postgres,
-        }
-    }
-
-    /// Holds the lock `id` until this transaction ends, so transactions
-    /// that take the same lock run one after another even where reading
-    /// first and writing after would race (declared fixtures): a PostgreSQL
-    /// advisory lock; on SQLite every write transaction is alone already
-    /// (begun `IMMEDIATE`).
-    pub async fn lock_exclusively(&mut self, id: i64) -> Result<(), StoreError> {
-        if let TxConn::Postgres(_) = self.conn {
-            self.query("SELECT pg_advisory_xact_lock($1)")
-                .bind(id)
-                .execute()
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// Adds `delta` to a count of shipments (of one merchant, with one
-    /// courier company, in one status), when the transaction commits.
-    pub(crate) fn count(&mut self, counter: Counter, delta: i64) {
-        *self.counts.entry(counter).or_default() += delta;
-    }
-
-    /// Makes the transaction's writes durable, with its deferred creates,
-    /// outbox rows and counts.
-    pub async fn commit(mut self) -> Result<(), StoreError> {
-        let creates = std::mem::take(&mut self.shipments);
-        if !creates.is_empty() {
-            shipments::batched::write(&mut self, creates).await?;
-        }
-        let enqueued = std::mem::take(&mut self.outbox);
-        if !enqueued.is_empty() {
-            outbox::write_enqueued(&mut self, enqueued).await?;
-        }
-        let logged = std::mem::take(&mut self.logged);
-        if !logged.is_empty() {
-            outbox::write_logged(&mut self, logged).await?;
-        }
-        let finished = std::mem::take(&mut self.finished);
-        if !finished.is_empty() {
-            outbox::write_finished(&mut self, finished).await?;
-        }
-        for (counter, delta) in std::mem::take(&mut self.counts) {
-            if delta != 0 {
-                shipments::bump_count(&mut self, &counter, delta).await?;
-            }
-        }
-        match self.conn {
-            TxConn::Sqlite(t) => t.commit().await?,
-            TxConn::Postgres(t) => t.commit().await?,
-        }
-        Ok(())
+        self.db.close().await;
     }
 }
 

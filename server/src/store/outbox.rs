@@ -6,19 +6,89 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
+use shipment_sdk::model::Shipment;
 
+use super::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
 use super::{Backend, Store, StoreError, Tx, now};
 
 mod budget;
-mod enqueued;
 mod finished;
 
 pub use budget::RedeliveryBudget;
 
-pub(crate) use enqueued::{Enqueued, enqueue, write_enqueued};
-pub(crate) use finished::{Finished, write_finished, write_logged};
+use finished::Finished;
+
+/// Queues the outbox row for a change, written when the change's
+/// transaction commits, with the other rows of its group commit
+/// ([`Enqueued`]).
+///
+/// It captures the shipment's own URL and whose shipment signing key signs
+/// the delivery to it, so the dispatcher need not read the shipment back.
+/// The key is referenced, not copied: a key rotated before the delivery
+/// leaves signs it with the new key, as receivers expect.
+pub(crate) fn enqueue(tx: &mut Tx, shipment_id: i64, merchant_id: i64, shipment: &Shipment) {
+    tx.at_commit(Enqueued {
+        shipment_id,
+        merchant_id,
+        shipment_code: shipment.code.as_str().to_owned(),
+        version: shipment.version,
+        payload: serde_json::to_string(shipment).expect("shipments serialize"),
+        webhook_url: shipment.webhook_url.clone(),
+    });
+}
+
+/// The outbox row of a change, waiting for its transaction's commit.
+#[derive(Debug)]
+pub(crate) struct Enqueued {
+    shipment_id: i64,
+    merchant_id: i64,
+    shipment_code: String,
+    version: i64,
+    payload: String,
+    webhook_url: Option<String>,
+}
+
+/// The `INSERT` of `n` outbox rows, for each `n` up to a group commit's
+/// writes.
+static INSERT_ENQUEUED: LazyLock<Vec<Sql>> = LazyLock::new(|| {
+    let head = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
+                webhook_url, signing_key_merchant_id, created_at)";
+    multi_row(head, MAX_GROUP, "(?, ?, ?, ?, ?, ?, ?, ?)", "")
+});
+
+/// A transaction's outbox rows are written at its commit, in the order
+/// they were enqueued (so a shipment's changes keep their order in the
+/// outbox), a group's in one statement instead of one each, which on
+/// SQLite is one hand-off to its worker thread, and on PostgreSQL one
+/// round trip.
+impl AtCommit for Enqueued {
+    type Made = ();
+    /// After the new shipments, which enqueue theirs.
+    const RANK: u8 = 1;
+
+    async fn write(tx: &mut Tx, rows: Vec<Enqueued>) -> Result<Vec<()>, StoreError> {
+        let at = now();
+        for chunk in rows.chunks(MAX_GROUP) {
+            let mut q = tx.query(&INSERT_ENQUEUED[chunk.len() - 1]);
+            for r in chunk {
+                q = q
+                    .bind(r.shipment_id)
+                    .bind(r.merchant_id)
+                    .bind(r.shipment_code.as_str())
+                    .bind(r.version)
+                    .bind(r.payload.as_str())
+                    .bind(r.webhook_url.as_deref())
+                    .bind(r.merchant_id)
+                    .bind(at);
+            }
+            q.execute().await?;
+        }
+        Ok(vec![(); rows.len()])
+    }
+}
 
 /// A claimed change, with what its delivery needs.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -294,12 +364,10 @@ impl Store {
         lease: Duration,
         limit: u32,
     ) -> Result<Vec<OutboxRow>, StoreError> {
-        let input = Claim {
-            worker: worker.to_owned(),
-            lease,
-            limit,
-        };
-        let mut rows = self.write(input, |tx, c| Box::pin(claim(tx, c))).await?;
+        let worker = worker.to_owned();
+        let mut rows = self
+            .write(move |tx| Box::pin(claim(tx, worker.clone(), lease, limit)))
+            .await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
     }
@@ -394,8 +462,7 @@ impl Store {
         target: &Target,
         attempt: &Attempt,
     ) -> Result<(), StoreError> {
-        let logged = Logged::new(row, target, attempt);
-        self.write(logged, |tx, l| Box::pin(log_attempt(tx, l)))
+        self.write_at_commit(Logged::new(row, target, attempt))
             .await
     }
 
@@ -562,15 +629,15 @@ impl Store {
         worker: &str,
         unlogged: impl IntoIterator<Item = (&'a Target, &'a Attempt)>,
     ) -> Result<(), StoreError> {
-        let finished = Finish {
+        let finished = Finished {
             id: row.id,
             worker: worker.to_owned(),
-            logged: unlogged
+            unlogged: unlogged
                 .into_iter()
                 .map(|(target, attempt)| Logged::new(row, target, attempt))
                 .collect(),
         };
-        self.write(finished, |tx, f| Box::pin(finish(tx, f))).await
+        self.write_at_commit(finished).await
     }
 
     /// Extends `worker`'s claim on row `id` to now + `lease`; returns
@@ -587,12 +654,9 @@ impl Store {
         worker: &str,
         lease: Duration,
     ) -> Result<bool, StoreError> {
-        let renewal = Renewal {
-            id,
-            worker: worker.to_owned(),
-            lease,
-        };
-        self.write(renewal, |tx, r| Box::pin(renew(tx, r))).await
+        let worker = worker.to_owned();
+        self.write(move |tx| Box::pin(renew(tx, id, worker.clone(), lease)))
+            .await
     }
 
     /// Lets go of every row `worker` holds but `keep` (the rows its
@@ -629,15 +693,13 @@ impl Store {
     }
 }
 
-/// A claim, as the group commit runs it.
-struct Claim {
+/// See [`Store::claim_outbox`].
+async fn claim(
+    tx: &mut Tx,
     worker: String,
     lease: Duration,
     limit: u32,
-}
-
-/// See [`Store::claim_outbox`].
-async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
+) -> Result<Vec<OutboxRow>, StoreError> {
     let backend = tx.backend();
     let at = now();
     let query = match backend {
@@ -648,10 +710,10 @@ async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
         Backend::Postgres => tx.query(CLAIM_POSTGRES).planned_each_time(),
     };
     let rows: Vec<OutboxRow> = query
-        .bind(c.worker.as_str())
-        .bind(at + c.lease)
+        .bind(worker.as_str())
+        .bind(at + lease)
         .bind(at)
-        .bind(i64::from(c.limit))
+        .bind(i64::from(limit))
         .fetch_all()
         .await?;
     if tx.backend() == Backend::Postgres && !rows.is_empty() {
@@ -661,23 +723,16 @@ async fn claim(tx: &mut Tx, c: &Claim) -> Result<Vec<OutboxRow>, StoreError> {
     Ok(rows)
 }
 
-/// A lease renewal, as the group commit runs it.
-struct Renewal {
-    id: i64,
-    worker: String,
-    lease: Duration,
-}
-
 /// See [`Store::renew_outbox`].
-async fn renew(tx: &mut Tx, r: &Renewal) -> Result<bool, StoreError> {
+async fn renew(tx: &mut Tx, id: i64, worker: String, lease: Duration) -> Result<bool, StoreError> {
     let sql = "UPDATE outbox SET claimed_until = $1 \
                WHERE id = $2 AND claimed_by = $3 AND done_at IS NULL";
-    let q = tx.query(sql).bind(now() + r.lease).bind(r.id);
-    Ok(q.bind(r.worker.as_str()).execute().await? == 1)
+    let q = tx.query(sql).bind(now() + lease).bind(id);
+    Ok(q.bind(worker.as_str()).execute().await? == 1)
 }
 
 /// One attempt for the delivery log, written when its transaction commits
-/// (`finished::write_logged`).
+/// (see its [`AtCommit`] in `finished`).
 #[derive(Debug, Clone)]
 pub(crate) struct Logged {
     outbox_id: i64,
@@ -706,30 +761,4 @@ impl Logged {
             at: now(),
         }
     }
-}
-
-/// A finished row, as the group commit runs it.
-struct Finish {
-    id: i64,
-    worker: String,
-    /// Its attempts not logged yet.
-    logged: Vec<Logged>,
-}
-
-/// See [`Store::finish_outbox`]: written at commit, with the group's other
-/// finished rows.
-async fn finish(tx: &mut Tx, f: &Finish) -> Result<(), StoreError> {
-    tx.logged.extend(f.logged.iter().cloned());
-    tx.finished.push(Finished {
-        id: f.id,
-        worker: f.worker.clone(),
-    });
-    Ok(())
-}
-
-/// See [`Store::record_delivery`]: written at commit, with the group's
-/// other log rows.
-async fn log_attempt(tx: &mut Tx, l: &Logged) -> Result<(), StoreError> {
-    tx.logged.push(l.clone());
-    Ok(())
 }

@@ -1,7 +1,17 @@
 //! Shipments: create (with idempotency), read, list, and changes that are
 //! read, decided by `domain` and written back in one transaction.
+//!
+//! A create without an `Idempotency-Key` is a `NewRow` written at the
+//! commit of a group commit (`Store::write_at_commit`), every one of a
+//! group in one `INSERT … RETURNING *` (`NewRow`'s `AtCommit`), which
+//! queues each shipment's outbox row (`outbox::enqueue`) and its count
+//! (`Count`). A create with a key is written in its turn, as a group of
+//! one: it reads the key first and stores the answer with it. A change is
+//! a closure on the group's transaction (`Store::write`): read, decided,
+//! written back, with its outbox row, in [`Store::change_shipment`].
 
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock};
 
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
@@ -9,14 +19,14 @@ use shipment_sdk::model::{
     CourierId, DriverId, MerchantId, Shipment, ShipmentCode, ShipmentId, Status,
 };
 
-use super::{Backend, Counter, Store, StoreError, Tx, now, outbox};
+use super::engine::{AtCommit, Db, MAX_GROUP, PaddedIn, ReadMany, Sql, multi_row};
+use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
+use crate::domain::code;
 use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
 use crate::domain::validation::NewShipment;
 
-pub(crate) mod batched;
-pub(super) mod by_code;
 mod list;
 
 pub use list::{PageRow, RowVersion, page_reads_whole_rows};
@@ -32,8 +42,34 @@ const CONFIRMATION_CODE_LOCKED: &str = "SELECT code_digest AS digest, expires_at
 /// One shipment by code.
 const BY_CODE: &str = "SELECT * FROM shipments WHERE code = $1";
 
+/// `SELECT * FROM shipments WHERE code IN (…)` with 1, 2, 4, … up to a
+/// batch of reads by code.
+static BY_CODES: LazyLock<PaddedIn> = LazyLock::new(|| {
+    PaddedIn::new(
+        "SELECT * FROM shipments WHERE code",
+        1,
+        super::engine::reads::BATCH,
+    )
+});
+
+/// The `INSERT` of `n` new shipments, for each `n` up to a group commit's
+/// writes. The time is bound three times, once for each timestamp: each
+/// parameter once, in order, is what lets SQLite take anonymous ones
+/// (`Sql`).
+static INSERT: LazyLock<Vec<Sql>> = LazyLock::new(|| {
+    let head = "INSERT INTO shipments (code, merchant_id, courier_company_id, status, \
+                description, weight_kg, dimensions, items, start_address, end_address, \
+                total_fee_minor, webhook_url, version, created_at, assigned_to_courier_at, \
+                updated_at)";
+    let row = format!(
+        "(?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+        Status::AssignedToCourier.as_str()
+    );
+    multi_row(head, MAX_GROUP, &row, " RETURNING *")
+});
+
 /// A shipment row, as stored. Changes are decided on its wire form
-/// ([`ShipmentRecord::to_model`], by `domain::lifecycle`) and written back
+/// ([`ShipmentRecord::into_model`], by `domain::lifecycle`) and written back
 /// by [`Store::change_shipment`].
 ///
 /// One field per column of `shipments`, read by name, so queries read it
@@ -71,12 +107,13 @@ pub struct ShipmentRecord {
 }
 
 impl ShipmentRecord {
-    /// The kept count this shipment is one of.
-    pub(crate) fn counter(&self) -> Counter {
-        Counter {
+    /// `delta` to the kept count this shipment is one of.
+    fn count(&self, delta: i64) -> Count {
+        Count {
             merchant_id: self.merchant_id,
             courier_company_id: self.courier_company_id,
             status: self.status.clone(),
+            delta,
         }
     }
 
@@ -85,12 +122,9 @@ impl ShipmentRecord {
         self.status.parse().unwrap_or_else(|never| match never {})
     }
 
-    /// The wire form.
-    pub fn to_model(&self) -> Result<Shipment, StoreError> {
-        self.clone().into_model()
-    }
-
-    /// The wire form, taking the record's strings instead of copying them.
+    /// The wire form, taking the record's strings instead of copying them:
+    /// the one conversion of a read row (the weight from its text, the
+    /// items from their JSON).
     pub fn into_model(self) -> Result<Shipment, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {}: {what}", self.id));
         let weight_kg = self
@@ -154,17 +188,19 @@ struct CodeRow {
     failed_attempts: i64,
 }
 
-/// Result of a create.
+/// What a create answers.
 #[derive(Debug)]
-pub enum Created {
+pub enum CreateOutcome {
     /// A new shipment.
-    New(Box<Shipment>),
-    /// The same `Idempotency-Key` and body were seen before: the first
-    /// response body, verbatim.
+    Created(Box<Shipment>),
+    /// The same `Idempotency-Key` and body were seen within
+    /// [`IDEMPOTENCY_WINDOW`]: the first answer's body, verbatim.
     Replayed(String),
-    /// The `Idempotency-Key` was used before with another body.
-    KeyReused,
 }
+
+/// A create's `Idempotency-Key` was used before with another body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyReused;
 
 /// Result of a change to an existing shipment.
 #[derive(Debug)]
@@ -200,119 +236,40 @@ impl Actor {
     }
 }
 
-async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
-    Ok(tx.query(BY_CODE).bind(code).fetch_optional().await?)
-}
-
-/// Writes back every mutable column if nobody changed the row since it was
-/// read; `false` if somebody did (the caller retries).
-async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool, StoreError> {
-    let sql = "UPDATE shipments SET status = $1, assigned_driver_id = $2, version = $3, \
-        rating = $4, failure_reason = $5, assigned_to_courier_at = $6, assigned_to_driver_at = $7, \
-        picked_up_at = $8, delivered_at = $9, failed_at = $10, returned_at = $11, \
-        cancelled_at = $12, rated_at = $13, updated_at = $14 WHERE id = $15 AND version = $16";
-    let done = tx
-        .query(sql)
-        .bind(r.status.as_str())
-        .bind(r.assigned_driver_id.map(DriverId::get))
-        .bind(r.version)
-        .bind(r.rating.map(i64::from))
-        .bind(r.failure_reason.as_deref())
-        .bind(r.assigned_to_courier_at)
-        .bind(r.assigned_to_driver_at)
-        .bind(r.picked_up_at)
-        .bind(r.delivered_at)
-        .bind(r.failed_at)
-        .bind(r.returned_at)
-        .bind(r.cancelled_at)
-        .bind(r.rated_at)
-        .bind(r.updated_at)
-        .bind(r.id.get())
-        .bind(read_version)
-        .execute()
-        .await?;
-    Ok(done == 1)
-}
-
-/// Shards per counter on PostgreSQL: concurrent creates of one merchant
-/// update different rows instead of queueing on one.
-const COUNT_SHARDS: i32 = 8;
-
-/// Adds `delta` to a kept count of shipments (what [`Tx::commit`] does
-/// with the transaction's [`Tx::count`]s).
-pub(super) async fn bump_count(
-    tx: &mut Tx,
-    counter: &Counter,
-    delta: i64,
-) -> Result<(), StoreError> {
-    // SQLite has one writer at a time anyway: one row is enough there.
-    let shard = match tx.backend() {
-        Backend::Sqlite => 0,
-        Backend::Postgres => rand::random_range(0..COUNT_SHARDS),
-    };
-    let sql = "INSERT INTO shipment_counts_by_courier \
-               (merchant_id, courier_company_id, status, shard, n) VALUES ($1, $2, $3, $4, $5) \
-               ON CONFLICT (merchant_id, courier_company_id, status, shard) \
-               DO UPDATE SET n = shipment_counts_by_courier.n + excluded.n";
-    tx.query(sql)
-        .bind(counter.merchant_id)
-        .bind(counter.courier_company_id)
-        .bind(counter.status.as_str())
-        .bind(shard)
-        .bind(delta)
-        .execute()
-        .await?;
-    Ok(())
-}
-
-/// A create, as the group commit runs it.
-struct NewRow {
-    merchant_id: i64,
-    new: NewShipment,
-    items: String,
-    total_fee_minor: i64,
-    /// The `Idempotency-Key` and the request's digest.
-    idempotency: Option<(String, String)>,
-}
-
-/// A change, as the group commit runs it.
-struct ChangeRow<D> {
-    code: String,
-    actor: Actor,
-    /// `Some(provided code)` when the change needs the confirmation code
-    /// checked (deliver).
-    confirmation: Option<Option<String>>,
-    decide: D,
-}
+/// How `decide` changes a shipment: it gets the shipment and the time of
+/// the change, and says whether it changed something (`Ok(false)`:
+/// nothing to do).
+type Decide = dyn Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync;
 
 impl Store {
     /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
-    /// committed with the writes of concurrent requests (`Store::write`).
+    /// committed with the writes of concurrent requests (a group commit).
+    /// [`KeyReused`] when the key came with another body before.
     pub async fn create_shipment(
         &self,
         merchant_id: i64,
         new: NewShipment,
         total_fee_minor: i64,
         idempotency: Option<(&str, &str)>,
-    ) -> Result<Created, StoreError> {
+    ) -> Result<Result<CreateOutcome, KeyReused>, StoreError> {
         let row = NewRow {
             merchant_id,
-            items: serde_json::to_string(&new.items).expect("strings serialize"),
             new,
             total_fee_minor,
-            idempotency: idempotency.map(|(k, d)| (k.to_owned(), d.to_owned())),
         };
-        let inserted = self
-            .write(row, |tx, row| Box::pin(insert_shipment(tx, row)))
-            .await?;
-        match inserted {
-            Inserted::Now(created) => Ok(created),
-            // Committed: the transaction that filled the cell is gone.
-            Inserted::AtCommit(made) => Arc::into_inner(made)
-                .and_then(OnceLock::into_inner)
-                .map(|shipment| Created::New(Box::new(shipment)))
-                .ok_or_else(|| StoreError::Corrupt("a committed create left no shipment".into())),
-        }
+        let Some((key, digest)) = idempotency else {
+            let shipment = self.write_at_commit(row).await?;
+            return Ok(Ok(CreateOutcome::Created(Box::new(shipment))));
+        };
+        let (key, digest) = (key.to_owned(), digest.to_owned());
+        self.write(move |tx| Box::pin(create_once(tx, row.clone(), key.clone(), digest.clone())))
+            .await
+    }
+
+    /// One shipment by code, if it exists; read together with the reads by
+    /// code of concurrent requests (`ByCode`).
+    pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+        self.by_code.read(&self.db, code.to_owned()).await
     }
 
     /// Reads a shipment, lets `decide` change it, and writes it back with
@@ -331,7 +288,9 @@ impl Store {
     where
         D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
     {
-        self.change(code, actor, None, decide).await
+        let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
+        self.write(move |tx| Box::pin(change(tx, code.clone(), actor, None, decide.clone())))
+            .await
     }
 
     /// Delivers a shipment: [`Store::change_shipment`] that first checks
@@ -349,30 +308,20 @@ impl Store {
     where
         D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
     {
+        let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
+        let actor = Actor::Courier(courier_id);
         let confirmation = Some(provided.map(str::to_owned));
-        self.change(code, Actor::Courier(courier_id), confirmation, decide)
-            .await
-    }
-
-    /// The one change path.
-    async fn change<D>(
-        &self,
-        code: &str,
-        actor: Actor,
-        confirmation: Option<Option<String>>,
-        decide: D,
-    ) -> Result<Change, StoreError>
-    where
-        D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
-    {
-        let row = ChangeRow {
-            code: code.to_owned(),
-            actor,
-            confirmation,
-            decide,
-        };
-        self.write(row, |tx, row| Box::pin(apply_change(tx, row)))
-            .await
+        self.write(move |tx| {
+            let confirmation = confirmation.clone();
+            Box::pin(change(
+                tx,
+                code.clone(),
+                actor,
+                confirmation,
+                decide.clone(),
+            ))
+        })
+        .await
     }
 
     /// Stores a new confirmation code digest for the merchant's shipment,
@@ -411,59 +360,107 @@ impl Store {
     }
 }
 
-/// What a create's write gives back.
-enum Inserted {
-    /// The answer (a create with an `Idempotency-Key`).
-    Now(Created),
-    /// The shipment, once the transaction has committed (`batched`).
-    AtCommit(Arc<OnceLock<Shipment>>),
+/// A create: what its row in `shipments` is made of, less what the
+/// `INSERT` gives it (a new code, the status, the version, the times).
+#[derive(Debug, Clone)]
+pub(crate) struct NewRow {
+    merchant_id: i64,
+    new: NewShipment,
+    total_fee_minor: i64,
 }
 
-/// One attempt at a create in `tx`; a code collision or an idempotency key
-/// stored meanwhile fails it with a transient error, and the group commit
-/// tries again in a new transaction. A create without a key is written at
-/// the commit, with the others of its group (`batched`).
-async fn insert_shipment(tx: &mut Tx, row: &NewRow) -> Result<Inserted, StoreError> {
-    match &row.idempotency {
-        Some((key, digest)) => insert_now(tx, row, key, digest).await.map(Inserted::Now),
-        None => Ok(Inserted::AtCommit(batched::defer(tx, row))),
+/// New shipments are inserted at commit, every one of a group commit in
+/// one statement: a statement is a hand-off to SQLite's worker thread and
+/// back, or a round trip to PostgreSQL, and a group of 64 creates took 64
+/// of them for the rows alone (docs/src/appendix/benchmarks-history.md has
+/// the profile).
+impl AtCommit for NewRow {
+    type Made = Shipment;
+    /// First: writing a shipment queues its outbox row and its count.
+    const RANK: u8 = 0;
+
+    /// Inserts `rows` (at most a group's) in one statement, each with a new
+    /// code, and gives back their shipments in the order of `rows`, each
+    /// counted and with its outbox row queued. A code already taken fails
+    /// the statement (and the group: each write then runs again alone,
+    /// with a new code).
+    async fn write(tx: &mut Tx, rows: Vec<NewRow>) -> Result<Vec<Shipment>, StoreError> {
+        let at = now();
+        let codes: Vec<ShipmentCode> = rows.iter().map(|_| code::generate()).collect();
+        let mut q = tx.query(&INSERT[rows.len() - 1]);
+        for (r, code) in rows.iter().zip(&codes) {
+            let new = &r.new;
+            q = q
+                .bind(code.as_str())
+                .bind(r.merchant_id)
+                .bind(new.courier_company_id)
+                .bind(new.description.as_deref())
+                .bind(new.weight_kg.map(|w| w.to_string()))
+                .bind(new.dimensions.as_deref())
+                .bind(serde_json::to_string(&new.items).expect("strings serialize"))
+                .bind(new.start_address.as_deref())
+                .bind(new.end_address.as_deref())
+                .bind(r.total_fee_minor)
+                .bind(new.webhook_url.as_ref().map(|u| u.as_str()))
+                .bind(at)
+                .bind(at)
+                .bind(at);
+        }
+        let records: Vec<ShipmentRecord> = q.fetch_all().await?;
+        // `RETURNING` promises no order: match the rows by their codes.
+        let mut by_code: HashMap<String, ShipmentRecord> =
+            records.into_iter().map(|r| (r.code.clone(), r)).collect();
+        let mut made = Vec::with_capacity(rows.len());
+        for code in &codes {
+            let record = by_code.remove(code.as_str()).ok_or_else(|| {
+                StoreError::Corrupt(format!("shipment {code} was not returned by its insert"))
+            })?;
+            tx.at_commit(record.count(1));
+            let (id, merchant_id) = (record.id, record.merchant_id);
+            let shipment = record.into_model()?;
+            outbox::enqueue(tx, id, merchant_id, &shipment);
+            made.push(shipment);
+        }
+        Ok(made)
     }
 }
 
-/// A create with an `Idempotency-Key`, written in its turn: read the key,
-/// write the shipment, store the answer under the key.
-async fn insert_now(
+/// One attempt at a create with an `Idempotency-Key`, written in its turn:
+/// read the key, write the shipment, store the answer under the key. A
+/// code collision or a key stored meanwhile fails it with a transient
+/// error, and the group commit tries again in a new transaction.
+async fn create_once(
     tx: &mut Tx,
-    row: &NewRow,
-    key: &str,
-    digest: &str,
-) -> Result<Created, StoreError> {
+    row: NewRow,
+    key: String,
+    digest: String,
+) -> Result<Result<CreateOutcome, KeyReused>, StoreError> {
     let merchant_id = row.merchant_id;
-    let new_row = batched::NewShipmentRow::new(row);
-    let at = new_row.at;
+    let at = now();
     let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
                WHERE merchant_id = $1 AND idem_key = $2";
     let seen: Option<SeenKey> = tx
         .query(sql)
         .bind(merchant_id)
-        .bind(key)
+        .bind(key.as_str())
         .fetch_optional()
         .await?;
     match seen {
         Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
             return Ok(if seen.request_digest == digest {
-                Created::Replayed(seen.response_body)
+                Ok(CreateOutcome::Replayed(seen.response_body))
             } else {
-                Created::KeyReused
+                Err(KeyReused)
             });
         }
         Some(_) => {
             let sql = "DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2";
-            tx.query(sql).bind(merchant_id).bind(key).execute().await?;
+            let q = tx.query(sql).bind(merchant_id).bind(key.as_str());
+            q.execute().await?;
         }
         None => {}
     }
-    let shipment = batched::insert(tx, &[&new_row])
+    let shipment = NewRow::write(tx, vec![row])
         .await?
         .pop()
         .ok_or_else(|| StoreError::Corrupt("an insert of one shipment returned none".into()))?;
@@ -476,47 +473,56 @@ async fn insert_now(
     // attempt's read above replays its answer.
     tx.query(sql)
         .bind(merchant_id)
-        .bind(key)
-        .bind(digest)
+        .bind(key.as_str())
+        .bind(digest.as_str())
         .bind(body)
         .bind(at)
         .execute()
         .await?;
-    Ok(Created::New(Box::new(shipment)))
+    Ok(Ok(CreateOutcome::Created(Box::new(shipment))))
+}
+
+async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+    Ok(tx.query(BY_CODE).bind(code).fetch_optional().await?)
 }
 
 /// A change in `tx`: read, decided, written back with its outbox row and
-/// counts. A write that loses a race with another process is retried from
-/// the read (PostgreSQL; on SQLite the transaction holds the only write
-/// lock).
-async fn apply_change<D>(tx: &mut Tx, row: &ChangeRow<D>) -> Result<Change, StoreError>
-where
-    D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync,
-{
+/// counts. `confirmation` is `Some(provided code)` when the change needs
+/// the confirmation code checked (deliver). A write that loses a race
+/// with another process is retried from the read (PostgreSQL; on SQLite
+/// the transaction holds the only write lock).
+async fn change(
+    tx: &mut Tx,
+    code: String,
+    actor: Actor,
+    confirmation: Option<Option<String>>,
+    decide: Arc<Decide>,
+) -> Result<Change, StoreError> {
     // As many re-reads after a lost race (PostgreSQL, with other
     // processes) as the group commit gives a write.
-    for _ in 0..super::group_commit::ATTEMPTS {
-        let Some(record) = fetch_by_code(tx, &row.code).await? else {
+    for _ in 0..super::engine::ATTEMPTS {
+        let Some(record) = fetch_by_code(tx, &code).await? else {
             return Ok(Change::NotFound);
         };
-        if !row.actor.may_see(&record) {
+        if !actor.may_see(&record) {
             return Ok(Change::Refused(Refusal::Forbidden));
         }
-        let mut shipment = record.to_model()?;
+        let (id, merchant_id, read_version) = (record.id, record.merchant_id, record.version);
+        let was = record.count(-1);
+        let mut shipment = record.into_model()?;
         let at = now();
-        let read_version = record.version;
-        match (row.decide)(&mut shipment, at) {
+        match decide(&mut shipment, at) {
             Err(refusal) => return Ok(Change::Refused(refusal)),
             Ok(false) => return Ok(Change::Unchanged(shipment)),
             Ok(true) => {}
         }
-        if let Some(provided) = &row.confirmation
-            && let Some(stored) = confirmation_code(tx, record.id).await?
+        if let Some(provided) = &confirmation
+            && let Some(stored) = confirmation_code(tx, id).await?
             && let Err(refusal) = confirmation::check(&stored, provided.as_deref(), at)
         {
             if refusal.counts {
                 // Committed though the delivery is refused.
-                count_wrong_code(tx, record.id).await?;
+                count_wrong_code(tx, id).await?;
             }
             let reason = refusal.reason.to_owned();
             return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
@@ -524,24 +530,132 @@ where
         shipment.version = read_version + 1;
         shipment.updated_at = at;
         if write_back(tx, &shipment, read_version).await? {
-            if record.status != shipment.status.as_str() {
-                let was = record.counter();
-                let now_in = Counter {
+            if was.status != shipment.status.as_str() {
+                let now_in = Count {
                     status: shipment.status.as_str().to_owned(),
+                    delta: 1,
                     ..was.clone()
                 };
-                tx.count(was, -1);
-                tx.count(now_in, 1);
+                tx.at_commit(was);
+                tx.at_commit(now_in);
             }
-            if row.confirmation.is_some() {
+            if confirmation.is_some() {
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
-                tx.query(sql).bind(record.id).execute().await?;
+                tx.query(sql).bind(id).execute().await?;
             }
-            outbox::enqueue(tx, record.id, record.merchant_id, &shipment);
+            outbox::enqueue(tx, id, merchant_id, &shipment);
             return Ok(Change::Done(shipment));
         }
     }
-    Err(StoreError::Contended(format!("shipment {}", row.code)))
+    Err(StoreError::Contended(format!("shipment {code}")))
+}
+
+/// Writes back every mutable column if nobody changed the row since it was
+/// read; `false` if somebody did (the caller retries).
+async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool, StoreError> {
+    let sql = "UPDATE shipments SET status = $1, assigned_driver_id = $2, version = $3, \
+        rating = $4, failure_reason = $5, assigned_to_courier_at = $6, assigned_to_driver_at = $7, \
+        picked_up_at = $8, delivered_at = $9, failed_at = $10, returned_at = $11, \
+        cancelled_at = $12, rated_at = $13, updated_at = $14 WHERE id = $15 AND version = $16";
+    let done = tx
+        .query(sql)
+        .bind(r.status.as_str())
+        .bind(r.assigned_driver_id.map(DriverId::get))
+        .bind(r.version)
+        .bind(r.rating.map(i64::from))
+        .bind(r.failure_reason.as_deref())
+        .bind(r.assigned_to_courier_at)
+        .bind(r.assigned_to_driver_at)
+        .bind(r.picked_up_at)
+        .bind(r.delivered_at)
+        .bind(r.failed_at)
+        .bind(r.returned_at)
+        .bind(r.cancelled_at)
+        .bind(r.rated_at)
+        .bind(r.updated_at)
+        .bind(r.id.get())
+        .bind(read_version)
+        .execute()
+        .await?;
+    Ok(done == 1)
+}
+
+/// A change to one kept count of shipments (`shipment_counts_by_courier`):
+/// a merchant's, with one courier company, in one status.
+#[derive(Debug, Clone)]
+pub(crate) struct Count {
+    merchant_id: i64,
+    courier_company_id: i64,
+    status: String,
+    delta: i64,
+}
+
+/// Shards per counter on PostgreSQL: concurrent creates of one merchant
+/// update different rows instead of queueing on one.
+const COUNT_SHARDS: i32 = 8;
+
+/// Counts are written at commit: one statement per counter however many
+/// shipments a group commit holds, and in one order, so two transactions
+/// never wait on each other's counters.
+impl AtCommit for Count {
+    type Made = ();
+    /// Last: creates and changes queue counts.
+    const RANK: u8 = 4;
+
+    async fn write(tx: &mut Tx, rows: Vec<Count>) -> Result<Vec<()>, StoreError> {
+        let n = rows.len();
+        let mut sums: BTreeMap<(i64, i64, String), i64> = BTreeMap::new();
+        for c in rows {
+            *sums
+                .entry((c.merchant_id, c.courier_company_id, c.status))
+                .or_default() += c.delta;
+        }
+        // SQLite has one writer at a time anyway: one row is enough there.
+        let sharded = tx.backend() == Backend::Postgres;
+        let sql = "INSERT INTO shipment_counts_by_courier \
+                   (merchant_id, courier_company_id, status, shard, n) VALUES ($1, $2, $3, $4, $5) \
+                   ON CONFLICT (merchant_id, courier_company_id, status, shard) \
+                   DO UPDATE SET n = shipment_counts_by_courier.n + excluded.n";
+        for ((merchant_id, courier_company_id, status), delta) in sums {
+            if delta == 0 {
+                continue;
+            }
+            let shard = if sharded {
+                rand::random_range(0..COUNT_SHARDS)
+            } else {
+                0
+            };
+            tx.query(sql)
+                .bind(merchant_id)
+                .bind(courier_company_id)
+                .bind(status.as_str())
+                .bind(shard)
+                .bind(delta)
+                .execute()
+                .await?;
+        }
+        Ok(vec![(); n])
+    }
+}
+
+/// Shipments read by code in batches (`engine::reads`), for
+/// [`Store::shipment`]: the reads of concurrent requests in one
+/// `SELECT … WHERE code IN (…)`.
+pub(crate) struct ByCode;
+
+impl ReadMany for ByCode {
+    type Key = String;
+    type Row = ShipmentRecord;
+
+    fn key(row: &ShipmentRecord) -> &String {
+        &row.code
+    }
+
+    async fn read(db: &Db, codes: &[String]) -> Result<Vec<ShipmentRecord>, StoreError> {
+        let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+        let query = BY_CODES.query(|sql| db.query(sql), &codes)?;
+        Ok(query.fetch_all().await?)
+    }
 }
 
 /// The shipment's confirmation code, if one was generated; locked on

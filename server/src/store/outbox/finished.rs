@@ -1,6 +1,6 @@
-//! The dispatcher's writes at commit: delivery log rows and finished outbox
-//! rows wait in their transaction and are written when it commits, each
-//! kind in one statement for the whole group.
+//! The dispatcher's writes at commit ([`AtCommit`]): delivery log rows and
+//! finished outbox rows wait in their transaction and are written when it
+//! commits, each kind in one statement for the whole group.
 //!
 //! Why: a group commit runs its writes one after another, and each
 //! statement is a hand-off to SQLite's worker thread or a PostgreSQL round
@@ -12,78 +12,94 @@
 use std::sync::LazyLock;
 
 use super::Logged;
-use crate::store::query::{self, PaddedIn, Sql};
-use crate::store::{StoreError, Tx, group_commit, now};
+use crate::store::engine::{AtCommit, MAX_GROUP, PaddedIn, Sql, multi_row};
+use crate::store::{StoreError, Tx, now};
 
-/// A row marked delivered at commit, if its worker still holds it.
-#[derive(Debug)]
-pub(crate) struct Finished {
+/// A row marked delivered at commit, if its worker still holds it, with
+/// its attempts not logged yet.
+#[derive(Debug, Clone)]
+pub(super) struct Finished {
     pub(super) id: i64,
     pub(super) worker: String,
+    /// Logged at the same commit.
+    pub(super) unlogged: Vec<Logged>,
 }
 
-/// Most rows one statement writes; a group commit holds at most this many
-/// writes, so one statement of each kind serves a group.
-const PER_STATEMENT: usize = group_commit::MAX_GROUP;
-
-/// The `INSERT` of `n` delivery log rows (11 parameters each), for each `n`
-/// up to [`PER_STATEMENT`]; a second record for the same row and URL is
-/// ignored.
+/// The `INSERT` of `n` delivery log rows, for each `n` up to a group
+/// commit's writes; a second record for the same row and URL is ignored.
 static LOG: LazyLock<Vec<Sql>> = LazyLock::new(|| {
     let head = "INSERT INTO webhook_deliveries (outbox_id, webhook_id, merchant_id, url, \
                 shipment_code, version, status_code, error, duration_ms, delivered_at, \
                 redelivery_of)";
-    let row = |p| {
-        let params: Vec<String> = (p + 1..=p + 11).map(|n| format!("${n}")).collect();
-        format!("({})", params.join(", "))
-    };
-    let tail = " ON CONFLICT (outbox_id, url) DO NOTHING";
-    query::multi_row(head, PER_STATEMENT, 11, row, tail)
+    let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    multi_row(
+        head,
+        MAX_GROUP,
+        row,
+        " ON CONFLICT (outbox_id, url) DO NOTHING",
+    )
 });
 
 /// `UPDATE … done_at` of rows whose ids follow the done time and the worker,
-/// for 1, 2, 4, … [`PER_STATEMENT`] ids.
+/// for 1, 2, 4, … a group commit's writes.
 static FINISH: LazyLock<PaddedIn> = LazyLock::new(|| {
     let head = "UPDATE outbox SET done_at = $1 WHERE claimed_by = $2 AND id";
-    PaddedIn::new(head, 3, PER_STATEMENT)
+    PaddedIn::new(head, 3, MAX_GROUP)
 });
 
-/// Writes a transaction's delivery log rows, in the order they were
-/// logged, [`PER_STATEMENT`] to a statement.
-pub(crate) async fn write_logged(tx: &mut Tx, rows: Vec<Logged>) -> Result<(), StoreError> {
-    for chunk in rows.chunks(PER_STATEMENT) {
-        let mut q = tx.query(&LOG[chunk.len() - 1]);
-        for l in chunk {
-            q = q
-                .bind(l.outbox_id)
-                .bind(l.webhook_id)
-                .bind(l.merchant_id)
-                .bind(l.url.as_str())
-                .bind(l.shipment_code.as_str())
-                .bind(l.version)
-                .bind(l.attempt.status_code.map(i64::from))
-                .bind(l.attempt.error.as_deref())
-                .bind(l.attempt.duration_ms)
-                .bind(l.at)
-                .bind(l.redelivery_of);
-        }
-        q.execute().await?;
-    }
-    Ok(())
-}
+/// Delivery log rows, in the order they were logged, [`MAX_GROUP`] to a
+/// statement.
+impl AtCommit for Logged {
+    type Made = ();
+    /// After the finished rows, which queue their attempts.
+    const RANK: u8 = 3;
 
-/// Marks a transaction's finished rows done, one statement per worker (a
-/// process has one) and [`PER_STATEMENT`] rows.
-pub(crate) async fn write_finished(tx: &mut Tx, mut rows: Vec<Finished>) -> Result<(), StoreError> {
-    let at = now();
-    rows.sort_by(|a, b| (&a.worker, a.id).cmp(&(&b.worker, b.id)));
-    for same_worker in rows.chunk_by(|a, b| a.worker == b.worker) {
-        for chunk in same_worker.chunks(PER_STATEMENT) {
-            let ids: Vec<i64> = chunk.iter().map(|f| f.id).collect();
-            let worker = chunk[0].worker.as_str();
-            let q = FINISH.query(|sql| tx.query(sql).bind(at).bind(worker), &ids)?;
+    async fn write(tx: &mut Tx, rows: Vec<Logged>) -> Result<Vec<()>, StoreError> {
+        for chunk in rows.chunks(MAX_GROUP) {
+            let mut q = tx.query(&LOG[chunk.len() - 1]);
+            for l in chunk {
+                q = q
+                    .bind(l.outbox_id)
+                    .bind(l.webhook_id)
+                    .bind(l.merchant_id)
+                    .bind(l.url.as_str())
+                    .bind(l.shipment_code.as_str())
+                    .bind(l.version)
+                    .bind(l.attempt.status_code.map(i64::from))
+                    .bind(l.attempt.error.as_deref())
+                    .bind(l.attempt.duration_ms)
+                    .bind(l.at)
+                    .bind(l.redelivery_of);
+            }
             q.execute().await?;
         }
+        Ok(vec![(); rows.len()])
     }
-    Ok(())
+}
+
+/// Finished rows marked done, one statement per worker (a process has one)
+/// and [`MAX_GROUP`] rows; their attempts are queued as [`Logged`] rows.
+impl AtCommit for Finished {
+    type Made = ();
+    const RANK: u8 = 2;
+
+    async fn write(tx: &mut Tx, mut rows: Vec<Finished>) -> Result<Vec<()>, StoreError> {
+        let n = rows.len();
+        for f in &mut rows {
+            for logged in std::mem::take(&mut f.unlogged) {
+                tx.at_commit(logged);
+            }
+        }
+        let at = now();
+        rows.sort_by(|a, b| (&a.worker, a.id).cmp(&(&b.worker, b.id)));
+        for same_worker in rows.chunk_by(|a, b| a.worker == b.worker) {
+            for chunk in same_worker.chunks(MAX_GROUP) {
+                let ids: Vec<i64> = chunk.iter().map(|f| f.id).collect();
+                let worker = chunk[0].worker.as_str();
+                let q = FINISH.query(|sql| tx.query(sql).bind(at).bind(worker), &ids)?;
+                q.execute().await?;
+            }
+        }
+        Ok(vec![(); n])
+    }
 }

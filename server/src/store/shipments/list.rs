@@ -22,7 +22,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, QueryBuilder, Typ
 
 use super::{Actor, ShipmentRecord};
 use crate::domain::list_query::{ListQuery, MAX_PAGE_SIZE};
-use crate::store::query::PaddedIn;
+use crate::store::engine::PaddedIn;
 use crate::store::{Backend, Store, StoreError};
 
 /// A row of a page: which shipment, and which version of it (a shipment's

@@ -179,18 +179,12 @@ async fn on_postgres(settings: PoolSettings, check: impl AsyncFn(&Store)) {
 /// the writes that fail (a taken e-mail) fail alone, and every write that
 /// was answered with success is in the database.
 async fn each_grouped_write_is_answered_alone(store: &Store) {
-    let insert: super::group_commit::Job<String, i64> = |tx, email| {
-        Box::pin(async move {
-            let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
-                       VALUES ('Shop', $1, 'x', $2) RETURNING id";
-            Ok(tx
-                .query(sql)
-                .bind(email.as_str())
-                .bind(now())
-                .scalar()
-                .await?)
-        })
-    };
+    async fn insert(tx: &mut super::Tx, email: String) -> Result<i64, StoreError> {
+        let sql = "INSERT INTO merchants (name, email, password_hash, created_at) \
+                   VALUES ('Shop', $1, 'x', $2) RETURNING id";
+        let q = tx.query(sql).bind(email.as_str()).bind(now());
+        Ok(q.scalar().await?)
+    }
     let writes = (0..200).map(|i| {
         let store = store.clone();
         // Every tenth write takes the same e-mail: one of them wins.
@@ -199,7 +193,13 @@ async fn each_grouped_write_is_answered_alone(store: &Store) {
         } else {
             format!("shop-{i}@example.com")
         };
-        tokio::spawn(async move { (email.clone(), store.write(email, insert).await) })
+        let written = email.clone();
+        tokio::spawn(async move {
+            let id = store
+                .write(move |tx| Box::pin(insert(tx, written.clone())))
+                .await;
+            (email, id)
+        })
     });
     let mut stored = std::collections::HashSet::new();
     let mut taken = 0;
@@ -237,7 +237,7 @@ async fn each_engine_reports_each_unique_constraint() {
 /// outbox row (the shipment as created, byte for byte) and its count.
 async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     use crate::domain::validation::NewShipment;
-    use crate::store::shipments::Created;
+    use crate::store::shipments::CreateOutcome;
     let (merchant, courier) = shop(store).await;
     let creates = (0..150).map(|i| {
         let store = store.clone();
@@ -255,7 +255,7 @@ async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     });
     let mut made = std::collections::HashMap::new();
     for create in creates.collect::<Vec<_>>() {
-        let Created::New(shipment) = create.await.unwrap().unwrap() else {
+        let Ok(CreateOutcome::Created(shipment)) = create.await.unwrap().unwrap() else {
             panic!("not a new shipment");
         };
         let fee_minor = shipment.total_fee.mantissa();
@@ -283,7 +283,7 @@ async fn each_engine_answers_concurrent_reads_by_code_each_with_its_own() {
     on_each_engine(concurrent_reads_by_code_each_get_their_own).await;
 }
 
-/// Concurrent reads by code are served in batches (`shipments::by_code`):
+/// Concurrent reads by code are served in batches (`shipments::ByCode`):
 /// each gets the shipment with its own code, the same code read twice in
 /// a batch gets it twice, and an unknown code gets nothing.
 async fn concurrent_reads_by_code_each_get_their_own(store: &Store) {
@@ -362,4 +362,146 @@ async fn a_page_reads_only_the_rows_not_held(store: &Store) {
         }
     }
     assert_eq!(page.len(), newest_first.len());
+}
+
+/// The statements sqlx logged inside a span named `traced_request`, each
+/// with the spans it was logged in (innermost first), for
+/// [`a_requests_span_shows_its_sql`].
+mod traced {
+    use std::fmt::Write as _;
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer};
+    use tracing_subscriber::registry::LookupSpan;
+
+    /// One logged statement: its text and the spans it ran in, each as
+    /// `name` or `name{fields}`.
+    pub(super) type Logged = (String, Vec<String>);
+
+    #[derive(Clone, Default)]
+    pub(super) struct Statements(pub(super) Arc<Mutex<Vec<Logged>>>);
+
+    /// The statements logged in this process: SQLite's statements are
+    /// logged on its connections' worker threads, which only a global
+    /// subscriber sees (the worker enters the caller's span there).
+    pub(super) fn statements() -> &'static Statements {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        static STATEMENTS: std::sync::OnceLock<Statements> = std::sync::OnceLock::new();
+        STATEMENTS.get_or_init(|| {
+            let statements = Statements::default();
+            let subscriber = tracing_subscriber::registry().with(statements.clone());
+            tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
+            statements
+        })
+    }
+
+    struct Text(String);
+
+    impl Visit for Text {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, "{}={value:?} ", field.name());
+        }
+    }
+
+    /// The fields of a span, kept in its extensions as it is made.
+    struct Fields(String);
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Statements {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            id: &tracing::span::Id,
+            ctx: Context<'_, S>,
+        ) {
+            let mut text = Text(String::new());
+            attrs.record(&mut text);
+            if let Some(span) = ctx.span(id) {
+                span.extensions_mut().insert(Fields(text.0));
+            }
+        }
+
+        fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+            if event.metadata().target() != "sqlx::query" {
+                return;
+            }
+            let mut text = Text(String::new());
+            event.record(&mut text);
+            let spans: Vec<String> = ctx.event_scope(event).map_or_else(Vec::new, |scope| {
+                scope
+                    .map(|span| {
+                        let fields = span.extensions().get::<Fields>().map(|f| f.0.clone());
+                        format!("{}{{{}}}", span.name(), fields.unwrap_or_default().trim())
+                    })
+                    .collect()
+            });
+            if spans.iter().any(|s| s.starts_with("traced_request")) {
+                self.0.lock().unwrap().push((text.0, spans));
+            }
+        }
+    }
+}
+
+/// A request's span shows its SQL, though the group commit and the
+/// batched reads run it on tasks of their own: a create's `INSERT`s (its
+/// shipment's and its outbox row's, written at commit), a change's
+/// `UPDATE`, and a read by code's `SELECT`.
+#[tokio::test]
+async fn a_requests_span_shows_its_sql() {
+    use tracing::Instrument as _;
+
+    use crate::domain::validation::NewShipment;
+    use crate::store::shipments::{Actor, CreateOutcome};
+
+    let statements = traced::statements();
+    on_each_engine(async |store: &Store| {
+        statements.0.lock().unwrap().clear();
+        let (merchant, courier) = shop(store).await;
+        let new = NewShipment {
+            courier_company_id: courier,
+            description: None,
+            weight_kg: None,
+            dimensions: None,
+            items: Vec::new(),
+            start_address: None,
+            end_address: None,
+            webhook_url: None,
+        };
+        let create = store.create_shipment(merchant, new, 100, None);
+        let created = create
+            .instrument(tracing::info_span!("traced_request", n = 1))
+            .await
+            .unwrap();
+        let Ok(CreateOutcome::Created(shipment)) = created else {
+            panic!("not created");
+        };
+        let code = shipment.code.as_str().to_owned();
+        let read = store.shipment(&code);
+        let read = read
+            .instrument(tracing::info_span!("traced_request", n = 2))
+            .await;
+        assert!(read.unwrap().is_some());
+        let cancel = store.change_shipment(&code, Actor::Merchant(merchant), |s, at| {
+            crate::domain::lifecycle::change(s, crate::domain::lifecycle::Operation::Cancel, at)
+        });
+        let cancel = cancel
+            .instrument(tracing::info_span!("traced_request", n = 3))
+            .await;
+        assert!(matches!(cancel.unwrap(), super::shipments::Change::Done(_)));
+        let logged = statements.0.lock().unwrap().clone();
+        for (n, statement) in [
+            (1, "INSERT INTO shipments"),
+            (1, "INSERT INTO outbox"),
+            (2, "SELECT * FROM shipments WHERE code IN"),
+            (3, "UPDATE shipments SET status"),
+        ] {
+            let request = format!("traced_request{{n={n}}}");
+            let found = logged
+                .iter()
+                .any(|(text, spans)| text.contains(statement) && spans.contains(&request));
+            assert!(found, "{statement} in {request}: {logged:#?}");
+        }
+    })
+    .await;
 }

@@ -19,8 +19,10 @@ use sqlx::{
     SqlitePool, Type,
 };
 
+use super::db::{Db, Pool};
 use super::reach::Reach;
-use super::{Backend, Pool, Store, Tx, TxConn};
+use super::tx::{Tx, TxConn};
+use crate::store::{Backend, Store, StoreError};
 
 /// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
 /// `Option`s, …). `'v` is the value's own borrow: the engines copy it into
@@ -166,24 +168,26 @@ impl Text for &'static Sql {
 }
 
 /// `head` followed by `VALUES` lists of 1, 2, … `rows` rows, then `tail`:
-/// statement `n - 1` writes `n` rows, each of them `row(p)` with its
-/// `per_row` parameters numbered from `p + 1`. Made once into a `static` (a
-/// [`Query`] takes `&'static` text); each size is a statement of its own to
-/// the engines' statement caches.
-pub(crate) fn multi_row(
-    head: &str,
-    rows: usize,
-    per_row: usize,
-    row: impl Fn(usize) -> String,
-    tail: &str,
-) -> Vec<Sql> {
+/// statement `n - 1` writes `n` rows, each of them `row` with its `?`s
+/// numbered on (`"(?, 1, ?)"`: `($1, 1, $2), ($3, 1, $4)`), so a row's
+/// parameters are bound in the order they appear. Made once into a
+/// `static` (a [`Query`] takes `&'static` text); each size is a statement
+/// of its own to the engines' statement caches.
+pub(crate) fn multi_row(head: &str, rows: usize, row: &str, tail: &str) -> Vec<Sql> {
     let mut sql = format!("{head} VALUES ");
     let mut all = Vec::with_capacity(rows);
+    let mut next = 1;
     for n in 0..rows {
         if n > 0 {
             sql.push_str(", ");
         }
-        sql.push_str(&row(n * per_row));
+        for (i, part) in row.split('?').enumerate() {
+            if i > 0 {
+                sql.push_str(&format!("${next}"));
+                next += 1;
+            }
+            sql.push_str(part);
+        }
         all.push(Sql::new(format!("{sql}{tail}")));
     }
     all
@@ -219,11 +223,11 @@ impl PaddedIn {
         &'static self,
         start: impl FnOnce(&'static Sql) -> Query<'c>,
         values: &[V],
-    ) -> Result<Query<'c>, super::StoreError> {
+    ) -> Result<Query<'c>, StoreError> {
         let fits = self.0.iter().find(|(n, _)| *n >= values.len());
         let (Some((size, sql)), Some(&last)) = (fits, values.last()) else {
             let most = self.0.last().map_or(0, |(n, _)| *n);
-            return Err(super::StoreError::Corrupt(format!(
+            return Err(StoreError::Corrupt(format!(
                 "{} values for one IN list; 1 to {most}",
                 values.len()
             )));
@@ -243,13 +247,13 @@ impl Store {
     }
 }
 
-impl super::Db {
-    /// `sql` on the pool, for the tasks that hold the [`super::Db`].
-    pub(super) fn query(&self, sql: impl Text) -> Query<'_> {
+impl Db {
+    /// `sql` on the pool, for the tasks that hold the [`Db`].
+    pub(crate) fn query(&self, sql: impl Text) -> Query<'_> {
         let sql = sql.on(self.backend());
-        let on = match &self.pool {
+        let on = match self.pool() {
             Pool::Sqlite(pool) => On::SqlitePool(pool, SqliteArguments::default()),
-            Pool::Postgres(pool) => On::PgPool(pool, self.reach.as_ref(), PgArguments::default()),
+            Pool::Postgres(pool) => On::PgPool(pool, self.reach(), PgArguments::default()),
         };
         Query::new(sql, on)
     }
@@ -420,19 +424,19 @@ mod tests {
 
     #[test]
     fn multi_row_numbers_each_rows_parameters_on() {
-        let row = |p| format!("(${}, 1, ${}, ${})", p + 1, p + 2, p + 2);
-        let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, 2, row, " RETURNING id");
+        let sql = super::multi_row("INSERT INTO t (a, b, c)", 2, "(?, 1, ?)", " RETURNING id");
         let postgres: Vec<_> = sql.iter().map(|s| s.postgres.as_str()).collect();
         assert_eq!(
             postgres,
             [
-                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2) RETURNING id",
-                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2, $2), ($3, 1, $4, $4) RETURNING id",
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2) RETURNING id",
+                "INSERT INTO t (a, b, c) VALUES ($1, 1, $2), ($3, 1, $4) RETURNING id",
             ]
         );
-        // `$2` twice: SQLite keeps the numbered text, as `?` would be a
-        // third parameter.
-        assert_eq!(sql[1].sqlite, sql[1].postgres);
+        assert_eq!(
+            sql[1].sqlite,
+            "INSERT INTO t (a, b, c) VALUES (?, 1, ?), (?, 1, ?) RETURNING id"
+        );
     }
 
     #[test]

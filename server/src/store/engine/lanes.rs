@@ -1,7 +1,7 @@
 //! Lanes: requests queue to a few tasks, and each task takes everything
 //! queued meanwhile (up to a bound) and serves it together. The group
-//! commit ([`group_commit`](super::group_commit)) and the reads of
-//! shipments by code (`shipments::by_code`) are built on it.
+//! commit ([`group_commit`](super::group_commit)) and the batched reads
+//! ([`reads`](super::reads)) are built on it.
 //!
 //! Nothing waits on purpose to gather a batch: a task takes what is queued
 //! while it served the previous one, so an idle server serves each request
@@ -17,14 +17,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, Db, StoreError};
+use super::db::Db;
+use crate::store::{Backend, StoreError};
 
 /// Requests waiting for the tasks, at most; a request beyond that waits to
 /// queue.
 const QUEUE: usize = 1024;
 
 /// The queue to a set of tasks serving `T`s in batches.
-pub(super) struct Lanes<T> {
+pub(in crate::store) struct Lanes<T> {
     queue: Mutex<Option<mpsc::Sender<T>>>,
 }
 
