@@ -17,10 +17,10 @@ use maud::Markup;
 
 use crate::app::{self, AppState};
 use crate::domain::Refusal;
-use crate::store::StoreError;
 
 mod api_keys;
 mod auth;
+mod deliveries;
 mod layout;
 mod overview;
 mod redelivery;
@@ -168,12 +168,6 @@ impl From<app::Error> for PageError {
     }
 }
 
-impl From<StoreError> for PageError {
-    fn from(e: StoreError) -> PageError {
-        PageError::App(e.into())
-    }
-}
-
 /// The status a page answers a use-case's refusal with (the JSON API
 /// answers the same way, with a problem body).
 pub(crate) fn status_of(e: &app::Error) -> StatusCode {
@@ -192,8 +186,8 @@ pub(crate) fn status_of(e: &app::Error) -> StatusCode {
         app::Error::Throttled { .. }
         | app::Error::TooManyListeners(_)
         | app::Error::RedeliveryBudget { .. } => StatusCode::TOO_MANY_REQUESTS,
-        e if e.is_temporary() => StatusCode::SERVICE_UNAVAILABLE,
-        app::Error::Store(_) | app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        app::Error::Unavailable(_) | app::Error::Contended(_) => StatusCode::SERVICE_UNAVAILABLE,
+        app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

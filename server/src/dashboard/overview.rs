@@ -6,12 +6,11 @@ use maud::html;
 use super::layout::{self, Section};
 use super::session::Signed;
 use super::{Page, PageResult};
-use crate::app::AppState;
 use crate::app::api_keys::list_api_keys;
 use crate::app::shipments::list_shipments;
 use crate::app::webhooks::list_webhooks;
+use crate::app::{Actor, AppState};
 use crate::domain::list_query::ListQuery;
-use crate::store::shipments::Actor;
 
 /// `GET /`.
 pub(crate) async fn overview(State(state): State<AppState>, signed: Signed) -> PageResult {

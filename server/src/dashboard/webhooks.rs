@@ -8,8 +8,8 @@ use axum::response::Response;
 use maud::{Markup, html};
 use shipment_sdk::model::{Webhook, WebhookId};
 
+use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
-use super::redelivery::{Back, Queued, deliveries_table};
 use super::session::{Signed, SignedForm};
 use super::{Page, PageError, PageResult, see_other};
 use crate::app::AppState;
@@ -250,7 +250,7 @@ pub(crate) async fn webhook_page(
         .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
     let since = if fields.since.is_empty() {
         // A day back, to the minute, as the field shows it.
-        (crate::store::now() - chrono::Duration::days(1))
+        (chrono::Utc::now() - chrono::Duration::days(1))
             .format("%Y-%m-%dT%H:%M")
             .to_string()
     } else {
@@ -350,11 +350,7 @@ pub(crate) async fn confirm_rotate_signing_key(
     State(state): State<AppState>,
     signed: Signed,
 ) -> PageResult {
-    let exists = state
-        .store
-        .shipment_signing_key(signed.merchant_id())
-        .await?
-        .is_some();
+    let exists = webhooks::has_signing_key(&state, signed.merchant_id()).await?;
     let body = html! {
         div.card {
             p { "Deliveries to a shipment's own " code { "webhook_url" } " are signed with your shipment signing key." }

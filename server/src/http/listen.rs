@@ -19,7 +19,7 @@ use shipment_sdk::model::{ListenerDelivery, SigningKey};
 
 use super::ApiError;
 use super::extract::{API_KEY_HEADER, authenticate_key};
-use super::openapi::Problems;
+use super::params::Problems;
 use crate::app::auth::Session;
 use crate::app::{AppState, listen};
 use crate::domain::keys::KeyKind;
