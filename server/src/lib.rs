@@ -266,3 +266,24 @@ pub async fn shutdown_signal() {
     }
     tracing::info!("shutting down: finishing in-flight requests");
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{app, dashboard, http};
+
+    /// The JSON API and the pages answer a use-case's server faults with
+    /// the same status (here, above both, since neither imports the other).
+    #[test]
+    fn both_front_ends_answer_server_faults_alike() {
+        let faults: [fn() -> app::Error; 3] = [
+            || app::Error::Unavailable("database error: pool timed out".into()),
+            || app::Error::Contended("create: too many concurrent writes; try again".into()),
+            || app::Error::Internal("database error: no rows".into()),
+        ];
+        for make in faults {
+            let page = dashboard::status_of(&make());
+            let api = http::ApiError::from(make());
+            assert_eq!(api.status(), page, "{:?}", make());
+        }
+    }
+}

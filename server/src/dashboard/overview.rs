@@ -4,8 +4,8 @@ use axum::extract::State;
 use maud::html;
 
 use super::layout::{self, Section};
+use super::page::{Page, PageResult};
 use super::session::Signed;
-use super::{Page, PageResult};
 use crate::app::api_keys::list_api_keys;
 use crate::app::shipments::list_shipments;
 use crate::app::webhooks::list_webhooks;

@@ -15,9 +15,9 @@ use shipment_sdk::model::{DeliveryId, ShipmentCode};
 
 use super::deliveries::Queued;
 use super::layout::{self, Tone};
+use super::page::{PageResult, see_other};
 use super::session::SignedForm;
 use super::webhooks::{RedeliverFields, webhook_page};
-use super::{PageResult, see_other};
 use crate::app::webhooks;
 use crate::app::{self, AppState, numeric_id};
 use crate::domain::{FieldError, FieldErrorKind};

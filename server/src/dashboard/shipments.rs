@@ -9,8 +9,8 @@ use shipment_sdk::model::{Page as ListPage, Shipment, Status};
 
 use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
+use super::page::{Page, PageError, PageResult};
 use super::session::Signed;
-use super::{Page, PageError, PageResult};
 use crate::app::listed::ListedShipment;
 use crate::app::shipments::{self, get_shipment};
 use crate::app::webhooks::shipment_deliveries;

@@ -10,8 +10,8 @@ use shipment_sdk::model::{Webhook, WebhookId};
 
 use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
+use super::page::{Page, PageError, PageResult, see_other, status_of};
 use super::session::{Signed, SignedForm};
-use super::{Page, PageError, PageResult, see_other};
 use crate::app::AppState;
 use crate::app::webhooks::{self, delivery_log, get_webhook};
 use crate::app::{self, numeric_id};
@@ -143,7 +143,7 @@ pub(crate) async fn register_webhook(
                     notice: Some((Tone::Error, layout::sentence(&e.to_string()))),
                     url,
                 };
-                return webhooks_page(&state, &signed, super::status_of(&e), extra).await;
+                return webhooks_page(&state, &signed, status_of(&e), extra).await;
             }
             Err(e) => return Err(e.into()),
         };

@@ -6,7 +6,7 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 use shipment_sdk::model::{CreateShipment, WebhookUrl};
 
-use super::FieldError;
+use super::field::FieldError;
 
 /// Longest `description`, in characters.
 pub const MAX_DESCRIPTION: usize = 2000;

@@ -266,16 +266,15 @@ mod tests {
     use super::ApiError;
     use crate::app;
 
-    /// The API's status and `Retry-After`, and a dashboard page's status,
-    /// for `e` (`app::Error` is not `Clone`).
-    fn answered(make: fn() -> app::Error) -> (StatusCode, Option<u64>, StatusCode) {
-        let page = crate::dashboard::status_of(&make());
+    /// The API's status and `Retry-After` for `e` (`app::Error` is not
+    /// `Clone`).
+    fn answered(make: fn() -> app::Error) -> (StatusCode, Option<u64>) {
         let api = ApiError::from(make());
-        (api.status(), api.retry_after(), page)
+        (api.status(), api.retry_after())
     }
 
-    /// Which store errors are passing is `app`'s to say (its tests); here,
-    /// that both front ends answer them alike.
+    /// Which store errors are passing is `app`'s to say (its tests); the
+    /// pages answer alike (the crate's tests).
     #[test]
     fn passing_server_faults_are_503_with_retry_after() {
         let passing: [fn() -> app::Error; 2] = [
@@ -286,11 +285,7 @@ mod tests {
             let shown = format!("{:?}", make());
             assert_eq!(
                 answered(make),
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(1),
-                    StatusCode::SERVICE_UNAVAILABLE
-                ),
+                (StatusCode::SERVICE_UNAVAILABLE, Some(1)),
                 "{shown}"
             );
         }
@@ -308,11 +303,7 @@ mod tests {
     fn other_server_faults_stay_500() {
         assert_eq!(
             answered(|| app::Error::Internal("database error: no rows".into())),
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                None,
-                StatusCode::INTERNAL_SERVER_ERROR
-            )
+            (StatusCode::INTERNAL_SERVER_ERROR, None)
         );
     }
 }
