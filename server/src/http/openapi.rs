@@ -5,7 +5,7 @@
 //! by a test, and rewritten by `shipment-server openapi > openapi.json`.
 //!
 //! This file names the handlers; what the handlers' attributes name (the
-//! shared parameters and responses) is in [`super::params`], so the
+//! shared parameters and responses) is in `http/params.rs`, so the
 //! handlers need not import this file back.
 
 use axum::Json;
