@@ -110,7 +110,7 @@ pub enum AdminError {
     Store(#[from] StoreError),
     /// A fixtures file was not applied.
     #[error(transparent)]
-    Fixtures(#[from] crate::FixtureError),
+    Fixtures(#[from] crate::app::fixtures::FixtureError),
 }
 
 /// Hashes a password with argon2id (off the async threads: it is slow on

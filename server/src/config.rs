@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::StartError;
 use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
+use crate::start_error::StartError;
 use crate::store::PoolSettings;
 use crate::webhooks::DispatchSettings;
 

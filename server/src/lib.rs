@@ -19,6 +19,7 @@ pub mod http;
 pub(crate) mod metrics;
 pub mod serve;
 pub mod simulate;
+mod start_error;
 pub mod store;
 pub mod webhooks;
 
@@ -26,67 +27,8 @@ pub use app::couriers::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
 pub use app::key_cache::KEY_CACHE_TTL;
 pub use config::Config;
+pub use start_error::StartError;
 
-/// Why the server could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StartError {
-    /// The database could not be opened or migrated.
-    #[error("the database: {0}")]
-    Store(#[from] store::StoreError),
-    /// An address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The data key is not 64 hex characters.
-    #[error("the data key ({origin}): {source}")]
-    DataKey {
-        /// Where it came from.
-        origin: String,
-        /// Why it is refused.
-        source: domain::sealed::SealError,
-    },
-    /// The data key file can be read by group or others.
-    #[error(
-        "the data key file {path} can be read by others (mode {mode:03o}); it must be private \
-         to this user: run `chmod 600 {path}`"
-    )]
-    DataKeyShared {
-        /// The file.
-        path: String,
-        /// Its permission bits.
-        mode: u32,
-    },
-    /// A file could not be read or created.
-    #[error("{what} {path}: {source}")]
-    File {
-        /// "cannot read", "cannot create".
-        what: &'static str,
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// `--webhook-ca-file` holds no PEM certificate.
-    #[error("the webhook CA file holds no valid PEM certificate: {0}")]
-    WebhookCa(reqwest::Error),
-    /// The HTTPS client for deliveries could not be built.
-    #[error("cannot build the webhook client: {0}")]
-    WebhookClient(reqwest::Error),
-    /// `--test-controls` on a production server.
-    #[error(
-        "--test-controls is refused with --environment production: it lets any merchant key \
-         make the server fail, stall and repeat itself; use it on a staging server"
-    )]
-    TestControlsInProduction,
-    /// `--fixtures FILE` could not be applied (nothing of it was).
-    #[error(transparent)]
-    Fixtures(#[from] FixtureError),
-}
 use store::Store;
 
 /// A server bound to its address, with its database migrated and its
@@ -128,7 +70,11 @@ impl Application {
         )?
         .woken_by(outbox_signal.clone())
         .feeding(listeners.clone())
-        .with_test_controls(test_controls.clone());
+        .with_test_controls(
+            test_controls
+                .clone()
+                .map(|c| c as std::sync::Arc<dyn webhooks::Duplicates>),
+        );
         let listener = bind(config.addr).await?;
         let metrics_listener = match config.metrics_addr {
             Some(addr) => Some(bind(addr).await?),
@@ -163,14 +109,21 @@ impl Application {
                 http::with_common_layers(dashboard::router(), state.clone()),
             )
         });
-        let pages = if dashboard.is_none() {
+        let mut pages = if dashboard.is_none() {
             dashboard::router()
         } else {
             axum::Router::new()
         };
+        if metrics_listener.is_none() {
+            let store = store.clone();
+            pages = pages.route(
+                "/metrics",
+                axum::routing::get(move || metrics::render(axum::extract::State(store))),
+            );
+        }
         Ok(Application {
             listener,
-            router: http::router(state, metrics_listener.is_none(), pages),
+            router: http::router(state, pages),
             store,
             dispatcher,
             listeners,
@@ -318,4 +271,25 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{app, dashboard, http};
+
+    /// The JSON API and the pages answer a use-case's server faults with
+    /// the same status (here, above both, since neither imports the other).
+    #[test]
+    fn both_front_ends_answer_server_faults_alike() {
+        let faults: [fn() -> app::Error; 3] = [
+            || app::Error::Unavailable("database error: pool timed out".into()),
+            || app::Error::Contended("create: too many concurrent writes; try again".into()),
+            || app::Error::Internal("database error: no rows".into()),
+        ];
+        for make in faults {
+            let page = dashboard::status_of(&make());
+            let api = http::ApiError::from(make());
+            assert_eq!(api.status(), page, "{:?}", make());
+        }
+    }
 }

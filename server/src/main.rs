@@ -30,6 +30,10 @@ struct Cli {
     /// of a request carries its request id either way).
     #[arg(long, env = "SHIPMENT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     log_format: LogFormat,
+    /// More log lines: `-v` logs every request in the demo too, `-vv` logs
+    /// at debug. `RUST_LOG`, when set, decides instead.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -93,8 +97,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let demo = matches!(cli.command, Command::Demo { .. });
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "shipment_server=info,tower_http=info".into());
+        .unwrap_or_else(|_| default_log_filter(demo, cli.verbose).into());
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -185,6 +190,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What is logged when `RUST_LOG` does not say. A server logs one line per
+/// request; the demo does not unless `-v` asks, because it talks to a
+/// person at a terminal: request lines (one per call, several a second
+/// with `--simulate`) would scroll the key and the commands it printed
+/// away. Warnings and the server's own lines (webhook deliveries) stay.
+fn default_log_filter(demo: bool, verbose: u8) -> &'static str {
+    match verbose {
+        0 if demo => "shipment_server=info,tower_http=warn",
+        0 | 1 => "shipment_server=info,tower_http=info",
+        _ => "shipment_server=debug,tower_http=debug",
+    }
+}
+
 /// Hides a password in a database URL before printing it.
 fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
@@ -239,4 +257,56 @@ Stop with Ctrl-C.
         email = d.email,
         password = d.password,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command, default_log_filter};
+
+    /// The filter `args` would log with when `RUST_LOG` is not set.
+    fn filter_of(args: &[&str]) -> &'static str {
+        let cli = Cli::try_parse_from(args).unwrap();
+        default_log_filter(matches!(cli.command, Command::Demo { .. }), cli.verbose)
+    }
+
+    #[test]
+    fn the_demo_logs_requests_only_when_asked() {
+        assert_eq!(
+            filter_of(&["shipment-server", "demo", "--simulate"]),
+            "shipment_server=info,tower_http=warn"
+        );
+        for verbose in [
+            &["shipment-server", "demo", "--simulate", "-v"][..],
+            &["shipment-server", "-v", "demo"],
+            &["shipment-server", "demo", "--verbose"],
+        ] {
+            assert_eq!(
+                filter_of(verbose),
+                "shipment_server=info,tower_http=info",
+                "{verbose:?}"
+            );
+        }
+        assert_eq!(
+            filter_of(&["shipment-server", "demo", "-vv"]),
+            "shipment_server=debug,tower_http=debug"
+        );
+    }
+
+    #[test]
+    fn a_server_logs_every_request_as_before() {
+        assert_eq!(
+            filter_of(&["shipment-server", "serve"]),
+            "shipment_server=info,tower_http=info"
+        );
+        assert_eq!(
+            filter_of(&["shipment-server", "serve", "-v"]),
+            "shipment_server=info,tower_http=info"
+        );
+        assert_eq!(
+            filter_of(&["shipment-server", "migrate", "-vv"]),
+            "shipment_server=debug,tower_http=debug"
+        );
+    }
 }

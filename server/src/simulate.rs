@@ -4,6 +4,11 @@
 //! The simulator is an HTTP client of the demo server, using the printed
 //! merchant and courier keys: every change goes through the same handlers,
 //! outbox and dispatcher as a real one.
+//!
+//! Each change is printed as one short line on standard output
+//! ([`change_line`]), where the demo printed its keys: a person watching
+//! sees the shipments move without the request log (the demo logs requests
+//! only with `-v`).
 
 use std::time::Duration;
 
@@ -62,6 +67,14 @@ pub async fn run(base: String, demo: DemoAccount, every: Duration) {
     }
 }
 
+/// The line printed for a change: `SHP-7K3M-Q9ZX v3 in_transit`.
+pub fn change_line(shipment: &Shipment) -> String {
+    format!(
+        "{} v{} {}",
+        shipment.code, shipment.version, shipment.status
+    )
+}
+
 struct Simulator {
     client: reqwest::Client,
     base: String,
@@ -88,7 +101,7 @@ impl Simulator {
                     .json(&body),
             )
             .await?;
-        tracing::info!(code = %created.code, "simulate: created");
+        println!("{}", change_line(&created));
         Ok(created.code)
     }
 
@@ -124,7 +137,7 @@ impl Simulator {
             request = request.json(&body);
         }
         let moved: Shipment = self.send(request).await?;
-        tracing::info!(%code, status = %moved.status, "simulate: moved");
+        println!("{}", change_line(&moved));
         Ok(true)
     }
 
@@ -143,5 +156,29 @@ impl Simulator {
             code: problem.code.to_string(),
             detail: problem.detail,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shipment_sdk::model::Shipment;
+
+    use super::change_line;
+
+    #[test]
+    fn a_change_is_one_short_line() {
+        let at = "2026-11-21T09:30:12.123456Z";
+        let shipment: Shipment = serde_json::from_value(serde_json::json!({
+            "id": 1, "code": "SHP-7K3M-Q9ZX", "merchant_id": 1, "status": "in_transit",
+            "courier_company_id": 1, "assigned_driver_id": 7, "description": null,
+            "weight_kg": null, "dimensions": null, "items": [], "start_address": null,
+            "end_address": null, "total_fee": 5.0, "webhook_url": null, "version": 3,
+            "rating": null, "failure_reason": null, "created_at": at,
+            "assigned_to_courier_at": null, "assigned_to_driver_at": null,
+            "picked_up_at": at, "delivered_at": null, "failed_at": null,
+            "returned_at": null, "cancelled_at": null, "rated_at": null, "updated_at": at
+        }))
+        .unwrap();
+        assert_eq!(change_line(&shipment), "SHP-7K3M-Q9ZX v3 in_transit");
     }
 }

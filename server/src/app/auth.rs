@@ -1,6 +1,7 @@
-//! Dashboard sign-in and sessions: the throttle, the password check, and
-//! the session a token opens. The JSON API (Bearer) and the pages (cookie)
-//! share all of it.
+//! Who is calling: API keys (merchants' and courier companies'), checked
+//! and remembered for a moment; and dashboard sign-in and sessions: the
+//! throttle, the password check, and the session a token opens. The JSON
+//! API (Bearer) and the pages (cookie) share all of the sessions' part.
 
 use std::sync::OnceLock;
 
@@ -8,8 +9,91 @@ use argon2::{Argon2, PasswordHash, PasswordVerifier};
 use chrono::{DateTime, Duration, Utc};
 
 use super::{AppState, Error, Result};
+use crate::domain::keys::KeyKind;
 use crate::domain::{FieldError, email, keys};
 use crate::store::now;
+
+/// `last_used_at` is refreshed at most this often, so reads stay reads.
+const TOUCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A merchant or courier company that presented one of its keys.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyHolder {
+    /// The id of the merchant or courier company the key belongs to.
+    pub owner_id: i64,
+    /// The key's own id (a listener's stream ends when its key is deleted).
+    pub key_id: i64,
+}
+
+/// Why a presented key is refused; each front end words it.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyRefused {
+    /// Not shaped like any key.
+    #[error("not a valid key")]
+    Malformed,
+    /// A key of the other environment (staging or production).
+    #[error("a key of the other environment")]
+    OtherEnvironment,
+    /// A well-formed key of the other kind (merchant or courier).
+    #[error("a key of the other kind")]
+    OtherKind,
+    /// No such key, or deleted.
+    #[error("invalid or revoked key")]
+    Unknown,
+    /// The lookup failed.
+    #[error(transparent)]
+    Failed(#[from] Error),
+}
+
+/// Checks a presented API key against the keys of `expected` kind: its
+/// shape, environment and kind first (no database), then the key itself,
+/// from the key cache or else the database. A key not recorded as used in
+/// the last minute is recorded so, off the request's path.
+pub async fn authenticate_key(
+    state: &AppState,
+    presented: &str,
+    expected: KeyKind,
+) -> Result<KeyHolder, KeyRefused> {
+    let shape = keys::shape(presented).ok_or(KeyRefused::Malformed)?;
+    if shape.environment != state.environment {
+        return Err(KeyRefused::OtherEnvironment);
+    }
+    if shape.kind != expected {
+        return Err(KeyRefused::OtherKind);
+    }
+    let digest = keys::digest(presented);
+    let owner = match state.key_cache.get(expected, &digest) {
+        Ok(owner) => owner,
+        Err(ticket) => {
+            let owner = state
+                .store
+                .find_key(expected, &digest)
+                .await
+                .map_err(Error::from)?
+                .ok_or(KeyRefused::Unknown)?;
+            state.key_cache.remember(ticket, expected, &digest, owner);
+            owner
+        }
+    };
+    let at = now();
+    let stale = owner
+        .last_used_at
+        .is_none_or(|t| (at - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
+    if stale {
+        state.key_cache.touched(expected, &digest, at);
+        // Off the request path: a failed bookkeeping write must not fail the call.
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_key(expected, owner.key_id).await {
+                tracing::warn!(error = %e, "could not record key use");
+            }
+        });
+    }
+    Ok(KeyHolder {
+        owner_id: owner.owner_id,
+        key_id: owner.key_id,
+    })
+}
 
 /// How long a session token works.
 pub const SESSION_TTL: Duration = Duration::hours(12);

@@ -6,10 +6,10 @@ use std::time::Duration;
 use shipment_sdk::model::CourierCompany;
 
 use super::memo::Memo;
-use super::shipments::courier_text;
 use super::{AppState, Result};
 use crate::domain::fee::Pricing;
-use crate::store::couriers::Driver;
+use crate::domain::validation::courier_text;
+pub use crate::store::couriers::Driver;
 
 /// How long a create takes a courier company's link and prices from memory
 /// before reading them again: the longest a hand edit of the database (or

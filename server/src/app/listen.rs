@@ -16,7 +16,11 @@ use super::webhooks::new_signing_key;
 use super::{AppState, Result};
 use crate::store::StoreError;
 use crate::store::listen::{ListenerRow, SealedKey};
-use crate::webhooks::listeners::{Credential, Subscription};
+use crate::webhooks::listeners::Subscription;
+
+/// What opened a listener's stream (an API key or a session): the stream
+/// ends when it is revoked. Front ends name it from here.
+pub use crate::webhooks::listeners::Credential;
 
 /// How far back a reconnecting listener is caught up (`Last-Event-ID`).
 pub const RESUME_WINDOW: Duration = Duration::hours(1);

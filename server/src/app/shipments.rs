@@ -13,7 +13,7 @@ use super::{AppState, Error, Result};
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
 use crate::domain::list_query::ListQuery;
-use crate::domain::validation::{self, NewShipment};
+use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
 pub use crate::store::shipments::CreateOutcome;
@@ -209,26 +209,6 @@ pub async fn generate_confirmation_code(
         Change::NotFound => Err(not_found(code)),
         Change::Refused(refusal) => Err(refusal.into()),
     }
-}
-
-/// Longest driver name and failure reason, in characters.
-pub const MAX_TEXT: usize = 500;
-
-/// A courier's free text: trimmed, 1 to [`MAX_TEXT`] characters, no
-/// control characters ([`validation::no_control_characters`]).
-pub fn courier_text(field: &str, value: &str) -> Result<String> {
-    // Checked as sent, before trimming: `\r` at an end is refused too, as
-    // the OpenAPI document's pattern says.
-    validation::no_control_characters(field, value)?;
-    let value = value.trim();
-    if value.is_empty() || value.chars().count() > MAX_TEXT {
-        return Err(FieldError::invalid(
-            field,
-            format!("`{field}` must be 1 to {MAX_TEXT} characters"),
-        )
-        .into());
-    }
-    Ok(value.to_owned())
 }
 
 /// Assigns (or reassigns) one of the courier's drivers; the same driver

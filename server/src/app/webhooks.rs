@@ -167,6 +167,15 @@ pub async fn delivery_log(
     )))
 }
 
+/// Whether the merchant has a shipment signing key.
+pub async fn has_signing_key(state: &AppState, merchant_id: i64) -> Result<bool> {
+    Ok(state
+        .store
+        .shipment_signing_key(merchant_id)
+        .await?
+        .is_some())
+}
+
 /// Creates or replaces the merchant's shipment signing key; the new key
 /// is returned once (stored sealed) and the old one stops working.
 pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {

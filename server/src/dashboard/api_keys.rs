@@ -7,8 +7,8 @@ use axum::response::Response;
 use maud::{Markup, html};
 
 use super::layout::{self, Section, Tone};
+use super::page::{Page, PageError, PageResult, see_other, status_of};
 use super::session::{Signed, SignedForm};
-use super::{Page, PageError, PageResult, see_other};
 use shipment_sdk::model::ApiKey;
 
 use crate::app::api_keys::{
@@ -126,7 +126,7 @@ pub(crate) async fn create_key(
                 notice: Some((Tone::Error, layout::sentence(&e.to_string()))),
                 name: name.unwrap_or(""),
             };
-            return keys_page(&state, &signed, super::status_of(&e), extra).await;
+            return keys_page(&state, &signed, status_of(&e), extra).await;
         }
         Err(e) => return Err(e.into()),
     };

@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::layout::{self, Section, Tone};
+use super::page::{Page, PageResult, see_other, status_of};
 use super::session::{self, CSRF_FIELD, LoginForm, Signed, SignedForm};
-use super::{Page, PageResult, see_other};
 use crate::app::AppState;
 use crate::app::auth;
 
@@ -82,7 +82,7 @@ pub(crate) async fn sign_in(
         Err(e) if e.is_callers() => {
             let error = layout::sentence(&e.to_string());
             let mut response = Page(
-                super::status_of(&e),
+                status_of(&e),
                 login_form(&LoginView {
                     csrf: &login.csrf,
                     email: email.trim(),

@@ -13,16 +13,17 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use maud::Markup;
 
-use crate::app::{self, AppState};
-use crate::domain::Refusal;
-use crate::store::StoreError;
+pub(crate) use self::page::status_of;
+use self::page::{Page, PageError};
+use crate::app::AppState;
 
 mod api_keys;
 mod auth;
+mod deliveries;
 mod layout;
 mod overview;
+mod page;
 mod redelivery;
 mod session;
 mod shipments;
@@ -124,79 +125,9 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// A rendered page with its status.
-pub(crate) struct Page(pub StatusCode, pub Markup);
-
-impl Page {
-    /// A `200 OK` page.
-    pub(crate) fn ok(markup: Markup) -> Page {
-        Page(StatusCode::OK, markup)
-    }
-}
-
-impl IntoResponse for Page {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            self.1.into_string(),
-        )
-            .into_response()
-    }
-}
-
-/// Why a page cannot be shown.
-#[derive(Debug)]
-pub(crate) enum PageError {
-    /// No live session: go to the sign-in page.
-    SignIn,
-    /// A form without the right CSRF token.
-    Csrf,
-    /// No such thing (for this merchant).
-    NotFound(&'static str),
-    /// A form body that cannot be read.
-    BadForm,
-    /// A form body over the size limit.
-    TooLarge,
-    /// Anything a use-case refused, or a server fault.
-    App(app::Error),
-}
-
-impl From<app::Error> for PageError {
-    fn from(e: app::Error) -> PageError {
-        PageError::App(e)
-    }
-}
-
-impl From<StoreError> for PageError {
-    fn from(e: StoreError) -> PageError {
-        PageError::App(e.into())
-    }
-}
-
-/// The status a page answers a use-case's refusal with (the JSON API
-/// answers the same way, with a problem body).
-pub(crate) fn status_of(e: &app::Error) -> StatusCode {
-    match e {
-        app::Error::Field(_) | app::Error::InvalidIdentifier(_) => StatusCode::BAD_REQUEST,
-        app::Error::Refused(Refusal::Forbidden) => StatusCode::FORBIDDEN,
-        app::Error::Refused(Refusal::Field(_) | Refusal::ConfirmationCode(_)) => {
-            StatusCode::BAD_REQUEST
-        }
-        app::Error::Refused(_)
-        | app::Error::IdempotencyKeyReused
-        | app::Error::WebhookUrlTaken
-        | app::Error::RedeliveryWaiting(_) => StatusCode::CONFLICT,
-        app::Error::NotFound(_) => StatusCode::NOT_FOUND,
-        app::Error::WrongCredentials => StatusCode::UNAUTHORIZED,
-        app::Error::Throttled { .. }
-        | app::Error::TooManyListeners(_)
-        | app::Error::RedeliveryBudget { .. } => StatusCode::TOO_MANY_REQUESTS,
-        e if e.is_temporary() => StatusCode::SERVICE_UNAVAILABLE,
-        app::Error::Store(_) | app::Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
+/// Drawn here rather than in `page`, because drawing takes the layout,
+/// whose forms take the session, whose extractors reject with a
+/// `PageError`: kept here, `page` stays at the bottom.
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
@@ -253,14 +184,4 @@ impl IntoResponse for PageError {
             }
         }
     }
-}
-
-/// The outcome of a dashboard handler.
-pub(crate) type PageResult<T = Page> = Result<T, PageError>;
-
-/// A `303 See Other` to `to` (after a form post, so reloading does not
-/// post again).
-pub(crate) fn see_other(to: &str) -> Response {
-    let location = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/"));
-    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
 }

@@ -4,14 +4,13 @@ use axum::extract::State;
 use maud::html;
 
 use super::layout::{self, Section};
+use super::page::{Page, PageResult};
 use super::session::Signed;
-use super::{Page, PageResult};
-use crate::app::AppState;
 use crate::app::api_keys::list_api_keys;
 use crate::app::shipments::list_shipments;
 use crate::app::webhooks::list_webhooks;
+use crate::app::{Actor, AppState};
 use crate::domain::list_query::ListQuery;
-use crate::store::shipments::Actor;
 
 /// `GET /`.
 pub(crate) async fn overview(State(state): State<AppState>, signed: Signed) -> PageResult {

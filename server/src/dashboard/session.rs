@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use super::PageError;
+use super::page::{PageError, see_other};
 use crate::app::AppState;
 use crate::app::auth::{SESSION_TTL, Session, session_for_token};
 use crate::domain::keys;
@@ -251,7 +251,7 @@ pub(crate) fn login_token(headers: &HeaderMap, secure: bool) -> (String, Option<
 
 /// Where an unauthenticated page request goes: the sign-in page.
 pub(crate) fn to_sign_in() -> Response {
-    super::see_other("/login").into_response()
+    see_other("/login").into_response()
 }
 
 #[cfg(test)]

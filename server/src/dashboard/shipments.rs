@@ -7,17 +7,16 @@ use chrono::{DateTime, Utc};
 use maud::html;
 use shipment_sdk::model::{Page as ListPage, Shipment, Status};
 
+use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
-use super::redelivery::{Back, Queued, deliveries_table};
+use super::page::{Page, PageError, PageResult};
 use super::session::Signed;
-use super::{Page, PageError, PageResult};
 use crate::app::listed::ListedShipment;
 use crate::app::shipments::{self, get_shipment};
 use crate::app::webhooks::shipment_deliveries;
-use crate::app::{self, AppState};
+use crate::app::{self, Actor, AppState};
 use crate::domain::code::ShipmentCode;
 use crate::domain::list_query::{DEFAULT_PAGE_SIZE, ListQuery};
-use crate::store::shipments::Actor;
 
 /// The list's query: the API's, with empty fields (the filter form's "all
 /// statuses") left out.

@@ -8,10 +8,10 @@ use axum::response::Response;
 use maud::{Markup, html};
 use shipment_sdk::model::{Webhook, WebhookId};
 
+use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
-use super::redelivery::{Back, Queued, deliveries_table};
+use super::page::{Page, PageError, PageResult, see_other, status_of};
 use super::session::{Signed, SignedForm};
-use super::{Page, PageError, PageResult, see_other};
 use crate::app::AppState;
 use crate::app::webhooks::{self, delivery_log, get_webhook};
 use crate::app::{self, numeric_id};
@@ -143,7 +143,7 @@ pub(crate) async fn register_webhook(
                     notice: Some((Tone::Error, layout::sentence(&e.to_string()))),
                     url,
                 };
-                return webhooks_page(&state, &signed, super::status_of(&e), extra).await;
+                return webhooks_page(&state, &signed, status_of(&e), extra).await;
             }
             Err(e) => return Err(e.into()),
         };
@@ -250,7 +250,7 @@ pub(crate) async fn webhook_page(
         .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
     let since = if fields.since.is_empty() {
         // A day back, to the minute, as the field shows it.
-        (crate::store::now() - chrono::Duration::days(1))
+        (chrono::Utc::now() - chrono::Duration::days(1))
             .format("%Y-%m-%dT%H:%M")
             .to_string()
     } else {
@@ -350,11 +350,7 @@ pub(crate) async fn confirm_rotate_signing_key(
     State(state): State<AppState>,
     signed: Signed,
 ) -> PageResult {
-    let exists = state
-        .store
-        .shipment_signing_key(signed.merchant_id())
-        .await?
-        .is_some();
+    let exists = webhooks::has_signing_key(&state, signed.merchant_id()).await?;
     let body = html! {
         div.card {
             p { "Deliveries to a shipment's own " code { "webhook_url" } " are signed with your shipment signing key." }

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{Shipment, Status};
 
-use super::Refusal;
+use super::field::FieldError;
 
 /// Everything that can be asked of a shipment after creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +185,26 @@ pub fn path(from: &Status, to: &Status) -> Option<Vec<Operation>> {
         }
     }
     None
+}
+
+/// Why an operation on an existing shipment was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The shipment belongs to another merchant or courier company.
+    #[error("this shipment belongs to another account")]
+    Forbidden,
+    /// The lifecycle does not allow the operation in this state.
+    #[error(transparent)]
+    InvalidState(#[from] InvalidState),
+    /// The shipment was rated before.
+    #[error("this shipment has already been rated")]
+    AlreadyRated,
+    /// A request field is wrong given the shipment (an unknown driver, say).
+    #[error(transparent)]
+    Field(#[from] FieldError),
+    /// The delivery confirmation code is missing, wrong, expired or void.
+    #[error("{0}")]
+    ConfirmationCode(String),
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use shipment_sdk::model::Status;
 
-use super::FieldError;
+use super::field::FieldError;
 
 /// Default `page_size`.
 pub const DEFAULT_PAGE_SIZE: u32 = 20;

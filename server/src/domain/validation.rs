@@ -7,7 +7,7 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 use shipment_sdk::model::{CreateShipment, WebhookUrl};
 
-use super::FieldError;
+use super::field::FieldError;
 
 /// Longest `description`, in characters.
 pub const MAX_DESCRIPTION: usize = 2000;
@@ -171,6 +171,26 @@ pub fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError>
 pub fn webhook_url(field: &str, raw: &str) -> Result<WebhookUrl, FieldError> {
     WebhookUrl::parse(raw)
         .map_err(|e| FieldError::invalid(field, format!("`{field}` cannot be used: {e}")))
+}
+
+/// Longest driver name and failure reason, in characters.
+pub const MAX_TEXT: usize = 500;
+
+/// A courier's free text (a driver's name, a failure's reason): trimmed,
+/// 1 to [`MAX_TEXT`] characters, no control characters
+/// ([`no_control_characters`]).
+pub fn courier_text(field: &str, value: &str) -> Result<String, FieldError> {
+    // Checked as sent, before trimming: `\r` at an end is refused too, as
+    // the OpenAPI document's pattern says.
+    no_control_characters(field, value)?;
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > MAX_TEXT {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{field}` must be 1 to {MAX_TEXT} characters"),
+        ));
+    }
+    Ok(value.to_owned())
 }
 
 #[cfg(test)]

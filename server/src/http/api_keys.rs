@@ -9,7 +9,7 @@ use shipment_sdk::model::{ApiKey, CreateApiKey, KeyVerdict, List, NewApiKey, Ver
 
 use super::ApiError;
 use super::extract::{ApiJson, MaybeJson};
-use super::openapi::{IdParam, Problems};
+use super::params::{IdParam, Problems};
 use crate::app::api_keys::{create_api_key, delete_api_key, find_own_key, list_api_keys};
 use crate::app::auth::Session;
 use crate::app::{AppState, numeric_id};

@@ -10,7 +10,7 @@ use shipment_sdk::model::{self, Login};
 
 use super::ApiError;
 use super::extract::{API_KEY_HEADER, ApiJson};
-use super::openapi::Problems;
+use super::params::Problems;
 use crate::app::AppState;
 use crate::app::auth::{Session, session_for_token, sign_in, sign_out};
 use crate::domain::keys;

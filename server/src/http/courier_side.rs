@@ -11,14 +11,13 @@ use shipment_sdk::model::{DriverId, List, Page, Shipment, ShipmentCode};
 
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
-use super::openapi::{CodeParam, ListParams, Problems};
-use crate::app::AppState;
+use super::params::{CodeParam, ListParams, Problems};
+use crate::app::couriers::Driver;
 use crate::app::listed::ListedShipment;
+use crate::app::{Actor, AppState};
 use crate::app::{couriers, shipments};
 use crate::domain::lifecycle::Operation;
 use crate::domain::list_query::ListQuery;
-use crate::store::couriers::Driver;
-use crate::store::shipments::Actor;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()

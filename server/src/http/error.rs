@@ -7,7 +7,6 @@ use shipment_sdk::model::{Problem, ProblemCode};
 
 use crate::app;
 use crate::domain::{FieldError, FieldErrorKind, Refusal};
-use crate::store::StoreError;
 
 tokio::task_local! {
     /// The id of the request being served, so an error body can carry it.
@@ -221,27 +220,17 @@ impl From<app::Error> for ApiError {
             e @ app::Error::RedeliveryBudget {
                 retry_after_secs, ..
             } => ApiError::rate_limited(e.to_string(), retry_after_secs),
-            app::Error::Store(e) => e.into(),
-            app::Error::Internal(cause) => ApiError::internal(&cause),
-        }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    /// A lost, refused or unobtainable database connection is 503 with
-    /// `Retry-After`, wherever it happened (acquiring, mid-statement, at
-    /// commit), so clients retry; other database errors are bugs, 500.
-    fn from(e: StoreError) -> ApiError {
-        match &e {
-            e if e.is_unavailable() => {
-                tracing::warn!(error = %e, "database unavailable");
+            // Wherever it happened (acquiring, mid-statement, at commit),
+            // so clients retry.
+            app::Error::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "database unavailable");
                 ApiError::unavailable("the database is busy or unreachable; retry shortly")
             }
-            StoreError::Contended(_) => {
-                tracing::warn!(error = %e, "write kept conflicting");
+            app::Error::Contended(cause) => {
+                tracing::warn!(error = %cause, "write kept conflicting");
                 ApiError::unavailable("the resource is changing too fast; retry shortly")
             }
-            _ => ApiError::internal(&e),
+            app::Error::Internal(cause) => ApiError::internal(&cause),
         }
     }
 }
@@ -272,149 +261,49 @@ impl IntoResponse for ApiError {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-    use std::io;
-
     use axum::http::StatusCode;
-    use sqlx::error::{DatabaseError, ErrorKind};
 
     use super::ApiError;
     use crate::app;
-    use crate::store::{PoolSettings, Store, StoreError};
 
-    /// A database error with only a code (SQLSTATE for PostgreSQL, a
-    /// number for SQLite), as a driver would report it.
-    #[derive(Debug)]
-    struct Coded(&'static str);
-
-    impl std::fmt::Display for Coded {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "error {}", self.0)
-        }
+    /// The API's status and `Retry-After` for `e` (`app::Error` is not
+    /// `Clone`).
+    fn answered(make: fn() -> app::Error) -> (StatusCode, Option<u64>) {
+        let api = ApiError::from(make());
+        (api.status(), api.retry_after())
     }
 
-    impl std::error::Error for Coded {}
-
-    impl DatabaseError for Coded {
-        fn message(&self) -> &str {
-            "a database error"
-        }
-        fn code(&self) -> Option<Cow<'_, str>> {
-            Some(Cow::Borrowed(self.0))
-        }
-        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-            self
-        }
-        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-            self
-        }
-        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-            self
-        }
-        fn kind(&self) -> ErrorKind {
-            ErrorKind::Other
-        }
-    }
-
-    fn coded(code: &'static str) -> sqlx::Error {
-        sqlx::Error::Database(Box::new(Coded(code)))
-    }
-
-    fn io(kind: io::ErrorKind, message: &str) -> sqlx::Error {
-        sqlx::Error::Io(io::Error::new(kind, message.to_owned()))
-    }
-
-    /// The API's status and `Retry-After`, and a dashboard page's status,
-    /// for the store error `make` makes (sqlx errors are not `Clone`).
-    fn answered(make: fn() -> sqlx::Error) -> (StatusCode, Option<u64>, StatusCode) {
-        let page = crate::dashboard::status_of(&app::Error::Store(make().into()));
-        let api = ApiError::from(StoreError::from(make()));
-        (api.status(), api.retry_after(), page)
-    }
-
+    /// Which store errors are passing is `app`'s to say (its tests); the
+    /// pages answer alike (the crate's tests).
     #[test]
-    fn a_lost_or_refused_database_connection_is_503_with_retry_after() {
-        let lost: [fn() -> sqlx::Error; 12] = [
-            || {
-                io(
-                    io::ErrorKind::ConnectionReset,
-                    "Connection reset by peer (os error 104)",
-                )
-            },
-            || {
-                io(
-                    io::ErrorKind::UnexpectedEof,
-                    "expected to read 5 bytes, got 0 bytes at EOF",
-                )
-            },
-            || {
-                io(
-                    io::ErrorKind::ConnectionRefused,
-                    "Connection refused (os error 111)",
-                )
-            },
-            || io(io::ErrorKind::BrokenPipe, "Broken pipe (os error 32)"),
-            || sqlx::Error::PoolTimedOut,
-            || sqlx::Error::PoolClosed,
-            // PostgreSQL: connection failure, admin and crash shutdown,
-            // starting up, too many connections.
-            || coded("08006"),
-            || coded("08001"),
-            || coded("57P01"),
-            || coded("57P02"),
-            || coded("57P03"),
-            || coded("53300"),
+    fn passing_server_faults_are_503_with_retry_after() {
+        let passing: [fn() -> app::Error; 2] = [
+            || app::Error::Unavailable("database error: pool timed out".into()),
+            || app::Error::Contended("create: too many concurrent writes; try again".into()),
         ];
-        for make in lost {
+        for make in passing {
             let shown = format!("{:?}", make());
             assert_eq!(
                 answered(make),
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Some(1),
-                    StatusCode::SERVICE_UNAVAILABLE
-                ),
+                (StatusCode::SERVICE_UNAVAILABLE, Some(1)),
                 "{shown}"
             );
         }
+        assert_eq!(
+            ApiError::from(app::Error::Contended("x".into())).detail(),
+            "the resource is changing too fast; retry shortly"
+        );
+        assert_eq!(
+            ApiError::from(app::Error::Unavailable("x".into())).detail(),
+            "the database is busy or unreachable; retry shortly"
+        );
     }
 
     #[test]
-    fn other_database_errors_stay_500() {
-        let bugs: [fn() -> sqlx::Error; 7] = [
-            || sqlx::Error::RowNotFound,
-            || sqlx::Error::ColumnNotFound("nope".into()),
-            || sqlx::Error::Protocol("unexpected message".into()),
-            // PostgreSQL: not-null and syntax; SQLite: constraint, locked.
-            || coded("23502"),
-            || coded("42601"),
-            || coded("1299"),
-            || coded("5"),
-        ];
-        for make in bugs {
-            let shown = format!("{:?}", make());
-            assert_eq!(
-                answered(make),
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    None,
-                    StatusCode::INTERNAL_SERVER_ERROR
-                ),
-                "{shown}"
-            );
-        }
-    }
-
-    #[tokio::test]
-    async fn a_closed_sqlite_store_answers_503() {
-        let store = Store::connect("sqlite::memory:", PoolSettings::default())
-            .await
-            .unwrap();
-        store.close().await;
-        let e = store.ping().await.unwrap_err();
-        assert!(e.is_unavailable(), "{e}");
-        let api = ApiError::from(e);
-        assert_eq!(api.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(api.retry_after(), Some(1));
+    fn other_server_faults_stay_500() {
+        assert_eq!(
+            answered(|| app::Error::Internal("database error: no rows".into())),
+            (StatusCode::INTERNAL_SERVER_ERROR, None)
+        );
     }
 }

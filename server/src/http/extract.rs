@@ -1,8 +1,6 @@
 //! Extractors whose rejections are [`ApiError`]s, so every 4xx has one
 //! shape: JSON bodies, shipment codes in paths, and the key checks.
 
-use std::time::Duration;
-
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
@@ -12,14 +10,11 @@ use shipment_sdk::model::{InvalidShipmentCode, ProblemCode, ShipmentCode};
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::domain::keys::{self, KeyKind};
-use crate::store::Store;
-use crate::store::api_keys::KeyOwner;
+use crate::app::auth::{self, KeyHolder, KeyRefused};
+use crate::domain::keys::KeyKind;
 
 /// Header carrying merchant and courier keys.
 pub const API_KEY_HEADER: &str = "x-api-key";
-/// `last_used_at` is refreshed at most this often, so reads stay reads.
-const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// A JSON body, parsed strictly: wrong content type, malformed JSON, missing,
 /// unknown and mistyped fields each get their own problem code and name the
@@ -309,7 +304,7 @@ pub(super) async fn authenticate_key(
     parts: &Parts,
     state: &AppState,
     expected: KeyKind,
-) -> Result<KeyOwner, ApiError> {
+) -> Result<KeyHolder, ApiError> {
     let Some(value) = parts.headers.get(API_KEY_HEADER) else {
         let detail = if parts.headers.contains_key(header::AUTHORIZATION) {
             "this route takes an API key in the X-API-KEY header, not an Authorization header"
@@ -319,51 +314,23 @@ pub(super) async fn authenticate_key(
         return Err(ApiError::unauthenticated(detail));
     };
     let presented = value.to_str().unwrap_or("");
-    let Some(shape) = keys::shape(presented) else {
-        return Err(ApiError::unauthenticated(
-            "the X-API-KEY header is not a valid key",
-        ));
-    };
-    if shape.environment != state.environment {
-        return Err(ApiError::unauthenticated(format!(
-            "this key belongs to the other environment; this server is {}",
-            state.environment_name()
-        )));
-    }
-    if shape.kind != expected {
-        return Err(ApiError::forbidden(match expected {
-            KeyKind::Merchant => "courier keys cannot call merchant routes",
-            KeyKind::Courier => "merchant keys cannot call courier routes",
-        }));
-    }
-    let digest = keys::digest(presented);
-    let owner = match state.key_cache.get(expected, &digest) {
-        Ok(owner) => owner,
-        Err(ticket) => {
-            let owner = state
-                .store
-                .find_key(expected, &digest)
-                .await?
-                .ok_or_else(|| ApiError::unauthenticated("invalid or revoked API key"))?;
-            state.key_cache.remember(ticket, expected, &digest, owner);
-            owner
-        }
-    };
-    let now = crate::store::now();
-    let stale = owner
-        .last_used_at
-        .is_none_or(|t| (now - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
-    if stale {
-        state.key_cache.touched(expected, &digest, now);
-        // Off the request path: a failed bookkeeping write must not fail the call.
-        let store: Store = state.store.clone();
-        tokio::spawn(async move {
-            if let Err(e) = store.touch_key(expected, owner.key_id).await {
-                tracing::warn!(error = %e, "could not record key use");
+    auth::authenticate_key(state, presented, expected)
+        .await
+        .map_err(|refused| match refused {
+            KeyRefused::Malformed => {
+                ApiError::unauthenticated("the X-API-KEY header is not a valid key")
             }
-        });
-    }
-    Ok(owner)
+            KeyRefused::OtherEnvironment => ApiError::unauthenticated(format!(
+                "this key belongs to the other environment; this server is {}",
+                state.environment_name()
+            )),
+            KeyRefused::OtherKind => ApiError::forbidden(match expected {
+                KeyKind::Merchant => "courier keys cannot call merchant routes",
+                KeyKind::Courier => "merchant keys cannot call courier routes",
+            }),
+            KeyRefused::Unknown => ApiError::unauthenticated("invalid or revoked API key"),
+            KeyRefused::Failed(e) => e.into(),
+        })
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Merchant

@@ -20,7 +20,7 @@ async fn healthz() -> Json<Value> {
 }
 
 async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    state.store.ping().await.map_err(|e| {
+    crate::app::ping_database(&state).await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::unavailable("the database is unreachable")
     })?;

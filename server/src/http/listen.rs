@@ -19,11 +19,11 @@ use shipment_sdk::model::{ListenerDelivery, SigningKey};
 
 use super::ApiError;
 use super::extract::{API_KEY_HEADER, authenticate_key};
-use super::openapi::Problems;
+use super::params::Problems;
+use crate::app::AppState;
 use crate::app::auth::Session;
-use crate::app::{AppState, listen};
+use crate::app::listen::{self, Credential};
 use crate::domain::keys::KeyKind;
-use crate::webhooks::listeners::Credential;
 
 /// A comment is sent this often on a quiet stream, so proxies and the
 /// server's own idle time-out (60 s) see a live connection, and a listener

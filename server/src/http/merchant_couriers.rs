@@ -7,7 +7,7 @@ use shipment_sdk::model::{CourierCompany, List};
 
 use super::ApiError;
 use super::extract::Merchant;
-use super::openapi::Problems;
+use super::params::Problems;
 use crate::app::AppState;
 
 pub(super) fn router() -> Router<AppState> {

@@ -23,6 +23,7 @@ mod health;
 mod listen;
 mod merchant_couriers;
 pub mod openapi;
+mod params;
 pub(crate) mod shipments;
 mod testing;
 pub(crate) mod webhooks;
@@ -36,10 +37,10 @@ pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id"
 const MAX_REQUEST_ID: usize = 128;
 
 /// The whole application: `/healthz`, `/readyz`, the API under `/api/v1`,
-/// `pages` at the root (the dashboard's, or none), and when `with_metrics`
-/// `/metrics`. The pages come in as a router, so this layer does not
-/// depend on the dashboard's.
-pub(crate) fn router(state: AppState, with_metrics: bool, pages: Router<AppState>) -> Router {
+/// and `pages` at the root (the dashboard's and `/metrics`, or some or
+/// none of them). The pages come in as a router, so this layer does not
+/// depend on the dashboard's nor on what the metrics read.
+pub(crate) fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(shipments::router())
         .merge(courier_side::router())
@@ -50,17 +51,10 @@ pub(crate) fn router(state: AppState, with_metrics: bool, pages: Router<AppState
         .merge(listen::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
     let api = testing::mount(api, &state);
-    let mut app = Router::new()
+    let app = Router::new()
         .merge(health::router())
         .nest("/api/v1", api)
         .merge(pages);
-    if with_metrics {
-        let store = state.store.clone();
-        app = app.route(
-            "/metrics",
-            axum::routing::get(move || crate::metrics::render(axum::extract::State(store))),
-        );
-    }
     with_common_layers(app, state)
 }
 

@@ -11,12 +11,11 @@ use shipment_sdk::model::{
 
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Merchant};
-use super::openapi::{CodeParam, IdempotentReplayed, ListParams, Problems};
-use crate::app::AppState;
+use super::params::{CodeParam, IdempotentReplayed, ListParams, Problems};
 use crate::app::listed::ListedShipment;
 use crate::app::shipments::{self, CreateOutcome};
+use crate::app::{Actor, AppState};
 use crate::domain::list_query::ListQuery;
-use crate::store::shipments::Actor;
 
 /// Header naming a create's idempotency key.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";

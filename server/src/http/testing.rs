@@ -13,7 +13,7 @@ use shipment_sdk::model::{ProblemCode, Shipment};
 
 use super::ApiError;
 use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
-use super::openapi::{CodeParam, Problems};
+use super::params::{CodeParam, Problems};
 use crate::app::AppState;
 use crate::app::testing::{
     self, AdvanceShipment, ArmFault, DuplicateDeliveries, Fault, FaultAction, TestingError,

@@ -14,7 +14,7 @@ use shipment_sdk::model::{
 
 use super::ApiError;
 use super::extract::ApiJson;
-use super::openapi::{IdParam, PageParams, Problems};
+use super::params::{IdParam, PageParams, Problems};
 use crate::app::auth::Session;
 use crate::app::webhooks;
 use crate::app::{self, AppState, numeric_id};

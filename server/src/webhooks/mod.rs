@@ -101,6 +101,26 @@ pub struct Dispatcher {
     inner: Arc<Inner>,
 }
 
+/// Why the HTTPS client for deliveries could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The extra root certificates are no valid PEM.
+    #[error("the webhook CA file holds no valid PEM certificate: {0}")]
+    Ca(reqwest::Error),
+    /// The client could not be built.
+    #[error("cannot build the webhook client: {0}")]
+    Build(reqwest::Error),
+}
+
+/// The test controls' duplicate deliveries, as the dispatcher asks for
+/// them: defined here and implemented above (by `app::testing`), so the
+/// dispatcher does not reach up into the use-cases.
+pub(crate) trait Duplicates: Send + Sync {
+    /// Whether the next delivery of this merchant is to be sent twice;
+    /// takes one from the count if so.
+    fn take_duplicate(&self, merchant_id: i64) -> bool;
+}
+
 struct Inner {
     store: Store,
     data_key: DataKey,
@@ -112,7 +132,7 @@ struct Inner {
     /// found by polling.
     signal: Arc<Notify>,
     /// With `--test-controls`: asked per delivery whether to send it twice.
-    test_controls: Option<Arc<crate::app::testing::TestControls>>,
+    test_controls: Option<Arc<dyn Duplicates>>,
     /// Every claimed change goes to the listeners connected to this process.
     listeners: listeners::Listeners,
 }
@@ -123,7 +143,7 @@ impl Dispatcher {
         store: Store,
         data_key: DataKey,
         settings: DispatchSettings,
-    ) -> Result<Dispatcher, crate::StartError> {
+    ) -> Result<Dispatcher, ClientError> {
         install_tls_provider();
         let mut builder = reqwest::Client::builder()
             .user_agent(USER_AGENT)
@@ -136,11 +156,10 @@ impl Dispatcher {
                 allow_private: settings.allow_private_targets,
             });
         if let Some(pem) = &settings.extra_roots_pem {
-            let certs =
-                reqwest::Certificate::from_pem_bundle(pem).map_err(crate::StartError::WebhookCa)?;
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(ClientError::Ca)?;
             builder = builder.tls_certs_merge(certs);
         }
-        let client = builder.build().map_err(crate::StartError::WebhookClient)?;
+        let client = builder.build().map_err(ClientError::Build)?;
         Ok(Dispatcher {
             inner: Arc::new(Inner {
                 store,
@@ -181,7 +200,7 @@ impl Dispatcher {
     #[must_use]
     pub(crate) fn with_test_controls(
         self,
-        test_controls: Option<Arc<crate::app::testing::TestControls>>,
+        test_controls: Option<Arc<dyn Duplicates>>,
     ) -> Dispatcher {
         let inner =
             Arc::into_inner(self.inner).expect("with_test_controls is called before cloning");

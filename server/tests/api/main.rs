@@ -14,6 +14,7 @@ mod errors;
 mod fixtures;
 mod generated;
 mod hardening;
+mod layers;
 mod lifecycle;
 mod listen;
 mod openapi;

@@ -308,7 +308,8 @@ impl TestControls {
     }
 
     /// Whether the next delivery of this merchant is to be sent twice;
-    /// takes one from the count if so.
+    /// takes one from the count if so (asked by the dispatcher, through
+    /// [`crate::webhooks::Duplicates`]).
     pub fn take_duplicate(&self, merchant_id: i64) -> bool {
         if self.duplicates_armed.load(Ordering::Acquire) == 0 {
             return false;
@@ -545,6 +546,12 @@ async fn first_driver(state: &AppState, courier_id: i64) -> Result<DriverId> {
         None => couriers::create_driver(state, courier_id, TEST_DRIVER).await?,
     };
     Ok(DriverId::new(driver.id))
+}
+
+impl crate::webhooks::Duplicates for TestControls {
+    fn take_duplicate(&self, merchant_id: i64) -> bool {
+        TestControls::take_duplicate(self, merchant_id)
+    }
 }
 
 #[cfg(test)]
