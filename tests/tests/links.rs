@@ -271,6 +271,17 @@ fn the_readme_stays_a_front_door() {
 }
 
 #[test]
+fn benchmarks_stay_todays_figures() {
+    let benchmarks = std::fs::read_to_string(root().join("BENCHMARKS.md")).expect("BENCHMARKS.md");
+    let lines = benchmarks.lines().count();
+    assert!(
+        lines <= 300,
+        "BENCHMARKS.md has {lines} lines; at most 300: today's figures with their commands, \
+         the history in docs/src/appendix/benchmarks-history.md"
+    );
+}
+
+#[test]
 fn the_scanner_reads_links_and_headings_as_the_renderers_do() {
     assert_eq!(
         link_targets("see [a](b.md#c \"title\"), `[no](code.md)` and ![i](img.png)"),
