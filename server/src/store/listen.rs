@@ -187,20 +187,3 @@ impl Store {
             .await?)
     }
 }
-
-impl super::outbox::OutboxRow {
-    /// The change as listeners receive it; `None` for a redelivery, which
-    /// is for one webhook only.
-    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
-        if self.only_webhook_id.is_some() {
-            return None;
-        }
-        Some(ListenerRow {
-            id: self.id,
-            merchant_id: self.merchant_id,
-            shipment_code: self.shipment_code.clone(),
-            version: self.version,
-            payload: self.payload.clone(),
-        })
-    }
-}

@@ -12,6 +12,7 @@ use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{DeliveryId, MerchantId, Shipment, WebhookId};
 
 use super::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use super::listen::ListenerRow;
 use super::{Backend, Store, StoreError, Tx, now};
 use crate::domain::ids::EventId;
 
@@ -126,6 +127,22 @@ impl OutboxRow {
             webhook_id: None,
             url: self.webhook_url.clone()?,
             signing_key_sealed: self.signing_key_sealed.clone(),
+        })
+    }
+
+    /// The change as listeners receive it; `None` for a redelivery, which
+    /// is for one webhook only. (Here rather than in `listen`, so that
+    /// `listen` need not know the outbox: the arrow runs one way.)
+    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
+        if self.only_webhook_id.is_some() {
+            return None;
+        }
+        Some(ListenerRow {
+            id: self.id,
+            merchant_id: self.merchant_id,
+            shipment_code: self.shipment_code.clone(),
+            version: self.version,
+            payload: self.payload.clone(),
         })
     }
 }
