@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
         assert!((1..=MAX_PAGE).contains(&query.page));
         assert!((1..=MAX_PAGE_SIZE).contains(&query.page_size));
         assert!(query.offset() >= 0);
-        assert!(query.courier_company_id.is_none_or(|id| id > 0));
+        assert!(query.courier_company_id.is_none_or(|id| id.get() > 0));
     }
     if let Ok((page, page_size)) = parse_page(raw) {
         assert!((1..=MAX_PAGE).contains(&page));

@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
+use shipment_sdk::model::{CourierId, DriverId, MerchantId};
 
 use crate::domain::fee::to_minor_units;
 use crate::domain::keys::Environment;
@@ -29,7 +30,7 @@ pub enum AdminCommand {
     CreateApiKey {
         /// The merchant.
         #[arg(long)]
-        merchant_id: i64,
+        merchant_id: MerchantId,
         /// A name to tell keys apart.
         #[arg(long, default_value = "default")]
         name: String,
@@ -53,22 +54,22 @@ pub enum AdminCommand {
     LinkCourier {
         /// The merchant.
         #[arg(long)]
-        merchant_id: i64,
+        merchant_id: MerchantId,
         /// The courier company.
         #[arg(long)]
-        courier_id: i64,
+        courier_id: CourierId,
     },
     /// Create a key for a courier company; the key is printed once.
     CreateCourierKey {
         /// The courier company.
         #[arg(long)]
-        courier_id: i64,
+        courier_id: CourierId,
     },
     /// Add a driver to a courier company.
     CreateDriver {
         /// The courier company.
         #[arg(long)]
-        courier_id: i64,
+        courier_id: CourierId,
         /// Display name.
         #[arg(long)]
         name: String,
@@ -280,7 +281,7 @@ impl AdminCommand {
 /// leaves the password and keys out.
 pub struct DemoAccount {
     /// The demo merchant.
-    pub merchant_id: i64,
+    pub merchant_id: MerchantId,
     /// Its sign-in.
     pub email: String,
     /// Its password.
@@ -288,11 +289,11 @@ pub struct DemoAccount {
     /// A merchant API key.
     pub api_key: String,
     /// The first courier company.
-    pub courier_id: i64,
+    pub courier_id: CourierId,
     /// A key of that courier company.
     pub courier_key: String,
     /// One of its drivers.
-    pub driver_id: i64,
+    pub driver_id: DriverId,
 }
 
 impl std::fmt::Debug for DemoAccount {
@@ -318,13 +319,13 @@ pub async fn seed_demo(store: &Store, env: Environment) -> Result<DemoAccount, A
     let api_key = store.create_api_key(merchant_id, "demo", env).await?;
     let swift = store.create_courier("Swift Couriers", 500, 150, 10).await?;
     let steady = store.create_courier("Steady Freight", 300, 200, 5).await?;
-    let mut driver_id = 0;
+    let mut driver_id = None;
     for (courier, drivers) in [(swift, ["Ada", "Grace"]), (steady, ["Linus", "Barbara"])] {
         store.link_courier(merchant_id, courier).await?;
         for name in drivers {
             let d = store.create_driver(courier, name).await?;
-            if courier == swift && driver_id == 0 {
-                driver_id = d.id;
+            if courier == swift && driver_id.is_none() {
+                driver_id = Some(DriverId::new(d.id));
             }
         }
     }
@@ -336,6 +337,6 @@ pub async fn seed_demo(store: &Store, env: Environment) -> Result<DemoAccount, A
         api_key: api_key.key.expose().to_owned(),
         courier_id: swift,
         courier_key: courier_key.key.expose().to_owned(),
-        driver_id,
+        driver_id: driver_id.expect("the demo gives Swift Couriers drivers"),
     })
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use shipment_sdk::model::{CourierId, CreateShipment, Problem, Shipment, ShipmentCode, Status};
+use shipment_sdk::model::{CreateShipment, Problem, Shipment, ShipmentCode, Status};
 
 use crate::admin::DemoAccount;
 
@@ -87,7 +87,7 @@ impl Simulator {
             let mut rng = rand::rng();
             (rng.random_range(48.0..54.0), rng.random_range(4.0..14.0))
         };
-        let body = CreateShipment::new(CourierId::new(self.demo.courier_id))
+        let body = CreateShipment::new(self.demo.courier_id)
             .description("Simulated parcel")
             .weight_kg(rust_decimal::Decimal::new(15, 1))
             .item("parcel")

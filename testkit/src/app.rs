@@ -207,9 +207,9 @@ impl TestApp {
             .await
             .expect("create a driver");
         Fixture {
-            merchant_id,
+            merchant_id: merchant_id.get(),
             key: key.key.expose().to_owned(),
-            courier_id,
+            courier_id: courier_id.get(),
             courier_key: courier_key.key.expose().to_owned(),
             driver_id: driver.id,
             email,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use shipment_sdk::model::{MerchantId, WebhookId};
 use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
 
 db_tests!(
@@ -242,7 +243,11 @@ async fn start(server: &TestApp) -> Option<(Driver, Walk<'_>)> {
 }
 
 async fn webhook_active(server: &TestApp, f: &Fixture, id: i64) -> bool {
-    let webhook = server.store.webhook(f.merchant_id, id).await.unwrap();
+    let webhook = server
+        .store
+        .webhook(MerchantId::new(f.merchant_id), WebhookId::new(id))
+        .await
+        .unwrap();
     webhook.expect("the webhook exists").active
 }
 
@@ -325,7 +330,12 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
     walk.goto("/webhooks").await;
     let listed = walk.wait_for_text(url).await;
     assert!(!listed.contains(&signing_key), "shown only once");
-    let id = server.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+    let id = server
+        .store
+        .webhooks(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
 
     // A change is delivered (and fails: nothing listens there), and the
     // log says so.
@@ -380,7 +390,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
     assert!(
         server
             .store
-            .webhooks(f.merchant_id)
+            .webhooks(MerchantId::new(f.merchant_id))
             .await
             .unwrap()
             .is_empty()
@@ -535,7 +545,11 @@ async fn support_redelivers_failed_deliveries_from_the_pages(server: &TestApp) {
     // which one it repeats.
     walk.goto(&format!("/webhooks/{id}")).await;
     reload_until(&walk, "badge-bad").await;
-    let (log, _) = server.store.webhook_deliveries(id, 10, 0).await.unwrap();
+    let (log, _) = server
+        .store
+        .webhook_deliveries(WebhookId::new(id), 10, 0)
+        .await
+        .unwrap();
     let first = log[0].id;
     walk.click(&format!(
         "form[action='/webhooks/{id}/deliveries/{first}/redeliver'] button"

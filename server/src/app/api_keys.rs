@@ -1,7 +1,7 @@
 //! API keys of a merchant: listed without secrets, created (the secret
 //! shown once), deleted (refused at once), and a pasted key checked.
 
-use shipment_sdk::model::{ApiKey, ApiKeyId};
+use shipment_sdk::model::{ApiKey, ApiKeyId, MerchantId};
 
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
@@ -19,7 +19,7 @@ fn view(k: ApiKeyInfo) -> ApiKey {
 }
 
 /// The merchant's keys, newest first, without their secrets.
-pub async fn list_api_keys(state: &AppState, merchant_id: i64) -> Result<Vec<ApiKey>> {
+pub async fn list_api_keys(state: &AppState, merchant_id: MerchantId) -> Result<Vec<ApiKey>> {
     let keys = state.store.api_keys(merchant_id).await?;
     Ok(keys.into_iter().map(view).collect())
 }
@@ -29,7 +29,7 @@ pub async fn list_api_keys(state: &AppState, merchant_id: i64) -> Result<Vec<Api
 /// once and only its digest is stored.
 pub async fn create_api_key(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     name: Option<&str>,
 ) -> Result<(ApiKey, keys::Secret)> {
     if let Some(sent) = name {
@@ -58,8 +58,8 @@ pub async fn create_api_key(
 /// listener streams it opened end: in this process now, in the others
 /// sharing a PostgreSQL database when the deletion's announcement reaches
 /// them (`webhooks::listeners::relay`).
-pub async fn delete_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<()> {
-    match state.store.delete_api_key(merchant_id, id.get()).await? {
+pub async fn delete_api_key(state: &AppState, merchant_id: MerchantId, id: ApiKeyId) -> Result<()> {
+    match state.store.delete_api_key(merchant_id, id).await? {
         Some(revoked) => {
             forget_revoked(state, revoked);
             Ok(())
@@ -76,10 +76,14 @@ pub(crate) fn forget_revoked(state: &AppState, revoked: Revoked) {
 }
 
 /// One of the merchant's keys, by id.
-pub async fn get_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Result<ApiKey> {
+pub async fn get_api_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: ApiKeyId,
+) -> Result<ApiKey> {
     state
         .store
-        .api_key(merchant_id, id.get())
+        .api_key(merchant_id, id)
         .await?
         .map(view)
         .ok_or_else(|| Error::NotFound("you have no API key with this id".into()))
@@ -89,7 +93,7 @@ pub async fn get_api_key(state: &AppState, merchant_id: i64, id: ApiKeyId) -> Re
 /// of this server's environment, and not deleted.
 pub async fn find_own_key(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     pasted: &str,
 ) -> Result<Option<ApiKey>> {
     let key = pasted.trim();

@@ -7,8 +7,10 @@ use std::sync::OnceLock;
 
 use argon2::{Argon2, PasswordHash, PasswordVerifier};
 use chrono::{DateTime, Duration, Utc};
+use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 
 use super::{AppState, Error, Result};
+use crate::domain::ids::{CourierKeyId, SessionId};
 use crate::domain::keys::KeyKind;
 use crate::domain::{FieldError, email, keys};
 use crate::store::now;
@@ -16,13 +18,32 @@ use crate::store::now;
 /// `last_used_at` is refreshed at most this often, so reads stay reads.
 const TOUCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Whom a kind of key belongs to: [`MerchantId`] for `sk_` keys,
+/// [`CourierId`] for `ck_` keys, so the id a key is checked for is typed.
+pub trait KeyOwnerId: From<i64> + Copy + Send + 'static {
+    /// The kind of key such an owner holds.
+    const KIND: KeyKind;
+    /// The id of such a key.
+    type KeyId: From<i64> + Copy + Send + 'static;
+}
+
+impl KeyOwnerId for MerchantId {
+    const KIND: KeyKind = KeyKind::Merchant;
+    type KeyId = ApiKeyId;
+}
+
+impl KeyOwnerId for CourierId {
+    const KIND: KeyKind = KeyKind::Courier;
+    type KeyId = CourierKeyId;
+}
+
 /// A merchant or courier company that presented one of its keys.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyHolder {
-    /// The id of the merchant or courier company the key belongs to.
-    pub owner_id: i64,
+pub struct KeyHolder<Owner: KeyOwnerId> {
+    /// The merchant or courier company the key belongs to.
+    pub owner_id: Owner,
     /// The key's own id (a listener's stream ends when its key is deleted).
-    pub key_id: i64,
+    pub key_id: Owner::KeyId,
 }
 
 /// Why a presented key is refused; each front end words it.
@@ -49,11 +70,11 @@ pub enum KeyRefused {
 /// shape, environment and kind first (no database), then the key itself,
 /// from the key cache or else the database. A key not recorded as used in
 /// the last minute is recorded so, off the request's path.
-pub async fn authenticate_key(
+pub async fn authenticate_key<Owner: KeyOwnerId>(
     state: &AppState,
     presented: &str,
-    expected: KeyKind,
-) -> Result<KeyHolder, KeyRefused> {
+) -> Result<KeyHolder<Owner>, KeyRefused> {
+    let expected = Owner::KIND;
     let shape = keys::shape(presented).ok_or(KeyRefused::Malformed)?;
     if shape.environment != state.environment {
         return Err(KeyRefused::OtherEnvironment);
@@ -90,8 +111,8 @@ pub async fn authenticate_key(
         });
     }
     Ok(KeyHolder {
-        owner_id: owner.owner_id,
-        key_id: owner.key_id,
+        owner_id: Owner::from(owner.owner_id),
+        key_id: Owner::KeyId::from(owner.key_id),
     })
 }
 
@@ -109,9 +130,9 @@ pub const MAX_CREDENTIAL_LEN: usize = 256;
 #[derive(Debug, Clone, Copy)]
 pub struct Session {
     /// The session's id.
-    pub id: i64,
+    pub id: SessionId,
     /// The merchant it belongs to.
-    pub merchant_id: i64,
+    pub merchant_id: MerchantId,
 }
 
 /// Checks an e-mail and password and opens a session: the one sign-in of
@@ -172,7 +193,7 @@ pub async fn sign_in(
                 .await?;
             Ok(state
                 .store
-                .create_session(account.merchant_id, SESSION_TTL)
+                .create_session(MerchantId::new(account.merchant_id), SESSION_TTL)
                 .await?)
         }
         // The reserved attempt stays counted as a failure.
@@ -245,8 +266,8 @@ pub async fn session_for_token(state: &AppState, token: &str) -> Result<Option<S
         .session(&keys::digest(token))
         .await?
         .map(|session| Session {
-            id: session.id,
-            merchant_id: session.merchant_id,
+            id: SessionId::new(session.id),
+            merchant_id: MerchantId::new(session.merchant_id),
         }))
 }
 

@@ -3,13 +3,41 @@
 
 use std::time::Duration;
 
-use shipment_sdk::model::CourierCompany;
+use chrono::{DateTime, Utc};
+use shipment_sdk::model::{CourierCompany, CourierId, DriverId, MerchantId};
 
 use super::memo::Memo;
 use super::{AppState, Result};
 use crate::domain::fee::Pricing;
 use crate::domain::validation::courier_text;
-pub use crate::store::couriers::Driver;
+use crate::store::couriers::DriverRow;
+
+/// A driver of a courier company.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct Driver {
+    /// Identifier used as `driver_id`.
+    #[schema(value_type = i64)]
+    pub id: DriverId,
+    /// The company employing the driver.
+    #[schema(value_type = i64)]
+    pub courier_company_id: CourierId,
+    /// Display name.
+    pub name: String,
+    /// When the driver was added.
+    #[serde(serialize_with = "shipment_sdk::model::timestamp::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<DriverRow> for Driver {
+    fn from(row: DriverRow) -> Self {
+        Driver {
+            id: DriverId::new(row.id),
+            courier_company_id: CourierId::new(row.courier_company_id),
+            name: row.name,
+            created_at: row.created_at,
+        }
+    }
+}
 
 /// How long a create takes a courier company's link and prices from memory
 /// before reading them again: the longest a hand edit of the database (or
@@ -35,7 +63,7 @@ const PRICING_MEMORY_ENTRIES: usize = 10_000;
 /// would change or remove one (or a merchant); such a write must forget
 /// here, through a method of this type, as it commits.
 #[derive(Debug)]
-pub struct PricingMemo(Memo<(i64, i64), Pricing>);
+pub struct PricingMemo(Memo<(MerchantId, CourierId), Pricing>);
 
 /// An empty [`PricingMemo`].
 pub fn pricing_memo() -> PricingMemo {
@@ -46,8 +74,8 @@ pub fn pricing_memo() -> PricingMemo {
 /// merchant and active; from memory for [`PRICING_MEMORY_TTL`] after a read.
 pub async fn linked_pricing(
     state: &AppState,
-    merchant_id: i64,
-    courier_id: i64,
+    merchant_id: MerchantId,
+    courier_id: CourierId,
 ) -> Result<Option<Pricing>> {
     let memo = &state.pricing.0;
     let key = (merchant_id, courier_id);
@@ -67,21 +95,22 @@ pub async fn linked_pricing(
 /// The courier companies linked to the merchant.
 pub async fn list_merchant_couriers(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
 ) -> Result<Vec<CourierCompany>> {
     Ok(state.store.merchant_couriers(merchant_id).await?)
 }
 
 /// The courier company's drivers.
-pub async fn list_drivers(state: &AppState, courier_id: i64) -> Result<Vec<Driver>> {
-    Ok(state.store.drivers(courier_id).await?)
+pub async fn list_drivers(state: &AppState, courier_id: CourierId) -> Result<Vec<Driver>> {
+    let rows = state.store.drivers(courier_id).await?;
+    Ok(rows.into_iter().map(Driver::from).collect())
 }
 
 /// Adds a driver to the courier company (the name trimmed, 1 to 500
 /// characters).
-pub async fn create_driver(state: &AppState, courier_id: i64, name: &str) -> Result<Driver> {
+pub async fn create_driver(state: &AppState, courier_id: CourierId, name: &str) -> Result<Driver> {
     let name = courier_text("name", name)?;
-    Ok(state.store.create_driver(courier_id, &name).await?)
+    Ok(state.store.create_driver(courier_id, &name).await?.into())
 }
 
 #[cfg(test)]

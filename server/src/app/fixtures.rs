@@ -21,6 +21,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
+use shipment_sdk::model::{CourierId, MerchantId};
 use subtle::ConstantTimeEq as _;
 
 use super::{AppState, auth};
@@ -300,7 +301,7 @@ impl Applying<'_> {
     }
 
     /// Finds or makes the courier company, its keys and drivers; its id.
-    async fn courier(&mut self, tx: &mut Tx, c: &Courier) -> Result<i64, FixtureError> {
+    async fn courier(&mut self, tx: &mut Tx, c: &Courier) -> Result<CourierId, FixtureError> {
         let name = &c.name.value;
         let fees = c.fees.each_ref().map(|f| f.value);
         let id = match tx.courier_by_name(name).await.map_err(|e| self.store(e))? {
@@ -320,7 +321,7 @@ impl Applying<'_> {
                         ));
                     }
                 }
-                found.id
+                CourierId::new(found.id)
             }
             None => {
                 self.report.couriers += 1;
@@ -347,7 +348,7 @@ impl Applying<'_> {
     async fn courier_key(
         &mut self,
         tx: &mut Tx,
-        courier_id: i64,
+        courier_id: CourierId,
         key: &At<Secret>,
     ) -> Result<(), FixtureError> {
         let digest = keys::digest(key.value.expose());
@@ -356,7 +357,7 @@ impl Applying<'_> {
             .await
             .map_err(|e| self.store(e))?
         {
-            Some(owner) if owner.owner_id == courier_id => Ok(()),
+            Some(owner) if owner.owner_id == courier_id.get() => Ok(()),
             Some(owner) => Err(self.conflict(
                 key.line,
                 format!(
@@ -379,7 +380,7 @@ impl Applying<'_> {
         &mut self,
         tx: &mut Tx,
         m: &Merchant,
-        couriers: &HashMap<&str, i64>,
+        couriers: &HashMap<&str, CourierId>,
     ) -> Result<(), FixtureError> {
         let email = &m.email.value;
         let password = m.password.value.expose().to_owned();
@@ -407,7 +408,7 @@ impl Applying<'_> {
                         format!("the merchant with e-mail {email} has another password"),
                     ));
                 }
-                account.id
+                MerchantId::new(account.id)
             }
             None => {
                 let hash = auth::hash_password(self.state, password)
@@ -485,7 +486,7 @@ impl Applying<'_> {
     async fn api_key(
         &mut self,
         tx: &mut Tx,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         key: &At<Secret>,
     ) -> Result<(), FixtureError> {
         let digest = keys::digest(key.value.expose());
@@ -494,7 +495,7 @@ impl Applying<'_> {
             .await
             .map_err(|e| self.store(e))?
         {
-            Some(owner) if owner.owner_id == merchant_id => Ok(()),
+            Some(owner) if owner.owner_id == merchant_id.get() => Ok(()),
             Some(owner) => Err(self.conflict(
                 key.line,
                 format!(

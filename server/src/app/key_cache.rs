@@ -102,7 +102,7 @@ impl KeyCache {
     /// the deletion is announced. (Sessions are not remembered here.)
     pub fn forget(&self, revoked: Revoked) {
         let (kind, key_id) = match revoked.credential() {
-            Credential::ApiKey(id) => (KeyKind::Merchant, id),
+            Credential::ApiKey(id) => (KeyKind::Merchant, id.get()),
             Credential::Session(_) => return,
         };
         self.entries.forget_where(
@@ -140,6 +140,7 @@ mod tests {
     use super::*;
     use crate::app::memo::statements::{Verb, writing};
     use crate::store::listen::REVOKED_CHANNEL;
+    use shipment_sdk::model::ApiKeyId;
 
     /// The rule of the module: the statements that change a key row (or a
     /// session, which listener streams hold on to) are the ones known to
@@ -197,11 +198,11 @@ mod tests {
         let cache = KeyCache::default();
         for digest in ["d1", "d2"] {
             let ticket = cache.get(KeyKind::Merchant, digest).unwrap_err();
-            cache.remember(ticket, KeyKind::Merchant, digest, owner(1));
+            cache.remember(ticket, KeyKind::Merchant, digest, owner(ApiKeyId::new(1)));
         }
         let racing = cache.get(KeyKind::Merchant, "d3").unwrap_err();
         cache.forget_all();
-        cache.remember(racing, KeyKind::Merchant, "d3", owner(3));
+        cache.remember(racing, KeyKind::Merchant, "d3", owner(ApiKeyId::new(3)));
         for digest in ["d1", "d2", "d3"] {
             assert!(cache.get(KeyKind::Merchant, digest).is_err(), "{digest}");
         }
@@ -211,19 +212,22 @@ mod tests {
     fn a_session_or_another_key_leaves_a_key_remembered() {
         let cache = KeyCache::default();
         let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
-        cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
+        cache.remember(ticket, KeyKind::Merchant, "d1", owner(ApiKeyId::new(1)));
         cache.forget(Revoked::announced("session:1").unwrap());
-        cache.forget(deleted_key(2));
-        assert_eq!(cache.get(KeyKind::Merchant, "d1").unwrap(), owner(1));
+        cache.forget(deleted_key(ApiKeyId::new(2)));
+        assert_eq!(
+            cache.get(KeyKind::Merchant, "d1").unwrap(),
+            owner(ApiKeyId::new(1))
+        );
     }
 
-    fn deleted_key(id: i64) -> Revoked {
+    fn deleted_key(id: ApiKeyId) -> Revoked {
         Revoked::announced(&format!("api_key:{id}")).unwrap()
     }
 
-    fn owner(key_id: i64) -> KeyOwner {
+    fn owner(key_id: ApiKeyId) -> KeyOwner {
         KeyOwner {
-            key_id,
+            key_id: key_id.get(),
             owner_id: 7,
             last_used_at: None,
         }
@@ -233,13 +237,16 @@ mod tests {
     fn a_remembered_key_is_found_until_forgotten() {
         let cache = KeyCache::default();
         let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
-        cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
-        assert_eq!(cache.get(KeyKind::Merchant, "d1").unwrap(), owner(1));
+        cache.remember(ticket, KeyKind::Merchant, "d1", owner(ApiKeyId::new(1)));
+        assert_eq!(
+            cache.get(KeyKind::Merchant, "d1").unwrap(),
+            owner(ApiKeyId::new(1))
+        );
         assert!(
             cache.get(KeyKind::Courier, "d1").is_err(),
             "kinds are apart"
         );
-        cache.forget(deleted_key(1));
+        cache.forget(deleted_key(ApiKeyId::new(1)));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
     }
 
@@ -249,8 +256,8 @@ mod tests {
         let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
         // The database answered "valid", then the key was deleted and
         // forgotten before the answer was remembered.
-        cache.forget(deleted_key(1));
-        cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
+        cache.forget(deleted_key(ApiKeyId::new(1)));
+        cache.remember(ticket, KeyKind::Merchant, "d1", owner(ApiKeyId::new(1)));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
     }
 
@@ -258,7 +265,7 @@ mod tests {
     fn entries_expire_after_the_ttl() {
         let cache = KeyCache::default();
         let ticket = cache.get(KeyKind::Merchant, "d1").unwrap_err();
-        cache.remember(ticket, KeyKind::Merchant, "d1", owner(1));
+        cache.remember(ticket, KeyKind::Merchant, "d1", owner(ApiKeyId::new(1)));
         std::thread::sleep(KEY_CACHE_TTL + Duration::from_millis(20));
         assert!(cache.get(KeyKind::Merchant, "d1").is_err());
     }

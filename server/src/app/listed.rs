@@ -32,8 +32,9 @@ use shipment_sdk::model::Shipment;
 
 use super::memo::Memo;
 use super::{AppState, Result};
+use crate::domain::actor::Actor;
 use crate::domain::list_query::ListQuery;
-use crate::store::shipments::{Actor, PageRow, RowVersion};
+use crate::store::shipments::{PageRow, RowVersion};
 
 /// How long a listed shipment is remembered after it was read.
 pub const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);

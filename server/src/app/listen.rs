@@ -9,11 +9,12 @@
 use std::collections::{HashSet, VecDeque};
 
 use chrono::Duration;
-use shipment_sdk::model::{ListenerDelivery, Secret, SigningKey};
+use shipment_sdk::model::{ListenerDelivery, MerchantId, Secret, SigningKey};
 use tokio::time::{Interval, MissedTickBehavior};
 
 use super::webhooks::new_signing_key;
 use super::{AppState, Result};
+use crate::domain::ids::EventId;
 use crate::store::StoreError;
 use crate::store::listen::{ListenerRow, SealedKey};
 use crate::webhooks::listeners::Subscription;
@@ -45,7 +46,7 @@ fn open(state: &AppState, sealed: &SealedKey) -> Result<SigningKey> {
 
 /// The merchant's listener signing key; `None` until a listener first
 /// connected or one was made with [`rotate_listener_key`].
-pub async fn listener_key(state: &AppState, merchant_id: i64) -> Result<Option<SigningKey>> {
+pub async fn listener_key(state: &AppState, merchant_id: MerchantId) -> Result<Option<SigningKey>> {
     match state.store.listener_signing_key(merchant_id).await? {
         Some(sealed) => open(state, &sealed).map(Some),
         None => Ok(None),
@@ -53,7 +54,10 @@ pub async fn listener_key(state: &AppState, merchant_id: i64) -> Result<Option<S
 }
 
 /// The merchant's listener signing key, made now if it has none.
-pub async fn listener_key_or_create(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
+pub async fn listener_key_or_create(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<SigningKey> {
     let (_, candidate) = new_signing_key(state);
     let sealed = state
         .store
@@ -65,7 +69,7 @@ pub async fn listener_key_or_create(state: &AppState, merchant_id: i64) -> Resul
 /// Replaces the merchant's listener signing key (or makes its first). The
 /// listeners connected to this process are disconnected and sign with the
 /// new key once they reconnect.
-pub async fn rotate_listener_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
+pub async fn rotate_listener_key(state: &AppState, merchant_id: MerchantId) -> Result<SigningKey> {
     let (key, sealed) = new_signing_key(state);
     let created_at = state
         .store
@@ -80,14 +84,14 @@ pub async fn rotate_listener_key(state: &AppState, merchant_id: i64) -> Result<S
 /// as long as the credential it was opened with works.
 pub struct Feed {
     state: AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     credential: Credential,
     recheck: Interval,
     key: Secret,
     subscription: Subscription,
     missed: VecDeque<ListenerRow>,
     /// Ids sent from the outbox that may still come live; sent once only.
-    resumed: HashSet<i64>,
+    resumed: HashSet<EventId>,
 }
 
 /// A change as a listener receives it, with the event's id (the outbox
@@ -95,7 +99,7 @@ pub struct Feed {
 #[derive(Debug, Clone)]
 pub struct ListenerEvent {
     /// The SSE event id.
-    pub id: i64,
+    pub id: EventId,
     /// The delivery.
     pub delivery: ListenerDelivery,
 }
@@ -107,9 +111,9 @@ pub struct ListenerEvent {
 /// fed to listeners.
 pub async fn connect(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     credential: Credential,
-    last_event_id: Option<i64>,
+    last_event_id: Option<EventId>,
 ) -> Result<(SigningKey, Feed)> {
     // Subscribed first, so a change claimed while the outbox is read
     // comes either way, and `resumed` sends it once.
@@ -134,7 +138,7 @@ pub async fn connect(
         recheck,
         key: key.signing_key.clone(),
         subscription,
-        resumed: missed.iter().map(|r| r.id).collect(),
+        resumed: missed.iter().map(|r| EventId::new(r.id)).collect(),
         missed: missed.into(),
     };
     Ok((key, feed))
@@ -159,7 +163,7 @@ impl Feed {
                     return None;
                 }
             };
-            if !self.resumed.remove(&row.id) {
+            if !self.resumed.remove(&EventId::new(row.id)) {
                 return Some(self.sign(&row));
             }
         }
@@ -185,10 +189,11 @@ impl Feed {
 
     fn sign(&self, row: &ListenerRow) -> ListenerEvent {
         let signature = webhook_verify::sign(self.key.expose(), row.payload.as_bytes());
+        let id = EventId::new(row.id);
         ListenerEvent {
-            id: row.id,
+            id,
             delivery: ListenerDelivery::new(
-                delivery_id(row.id),
+                delivery_id(id),
                 row.shipment_code.clone(),
                 row.version,
                 signature,
@@ -200,7 +205,7 @@ impl Feed {
 
 /// A listener's delivery id: like a webhook's (`dlv_<change>_w<webhook>`),
 /// with `l` for the listener.
-fn delivery_id(outbox_id: i64) -> String {
+fn delivery_id(outbox_id: EventId) -> String {
     format!("dlv_{outbox_id}_l")
 }
 
@@ -208,6 +213,6 @@ fn delivery_id(outbox_id: i64) -> String {
 mod tests {
     #[test]
     fn listener_delivery_ids_name_the_change() {
-        assert_eq!(super::delivery_id(42), "dlv_42_l");
+        assert_eq!(super::delivery_id(super::EventId::new(42)), "dlv_42_l");
     }
 }

@@ -31,7 +31,7 @@ pub mod webhooks;
 /// shipment is visible to its merchant and to its courier company.
 ///
 /// Front ends name it from here; the store decides visibility with it.
-pub use crate::store::shipments::Actor;
+pub use crate::domain::actor::Actor;
 
 /// What every handler can reach: a handle to the [`Shared`] state.
 ///

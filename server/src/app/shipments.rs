@@ -5,11 +5,13 @@ use chrono::{DateTime, Utc};
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use shipment_sdk::model::{
-    ConfirmationCode, CreateShipment, DriverId, IdempotencyKey, Page, Shipment, ShipmentCode,
+    ConfirmationCode, CourierId, CreateShipment, DriverId, IdempotencyKey, MerchantId, Page,
+    Shipment, ShipmentCode,
 };
 
 use super::listed::{self, ListedShipment};
 use super::{AppState, Error, Result};
+use crate::domain::actor::Actor;
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
 use crate::domain::list_query::ListQuery;
@@ -17,7 +19,7 @@ use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
 pub use crate::store::shipments::CreateOutcome;
-use crate::store::shipments::{Actor, Change, KeyReused};
+use crate::store::shipments::{Change, KeyReused};
 
 /// Reads an `Idempotency-Key` header value.
 pub fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
@@ -29,7 +31,7 @@ pub fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
 /// courier, and (with an idempotency key) at most once per key and body.
 pub async fn create_shipment(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     request: CreateShipment,
     idempotency_key: Option<&IdempotencyKey>,
 ) -> Result<CreateOutcome> {
@@ -101,7 +103,7 @@ pub async fn list_shipments(
 /// it, refused when another merchant's does.
 pub async fn get_shipment(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<Shipment> {
     let record = state
@@ -109,7 +111,7 @@ pub async fn get_shipment(
         .shipment(code.as_str())
         .await?
         .ok_or_else(|| not_found(code))?;
-    if record.merchant_id != merchant_id {
+    if record.merchant_id != merchant_id.get() {
         return Err(Refusal::Forbidden.into());
     }
     Ok(record.into_model()?)
@@ -150,7 +152,7 @@ async fn change(
 /// Cancels the merchant's shipment before pickup (again: unchanged).
 pub async fn cancel_shipment(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<Shipment> {
     change(state, code, Actor::Merchant(merchant_id), move |r, at| {
@@ -162,7 +164,7 @@ pub async fn cancel_shipment(
 /// Rates the merchant's delivered shipment, once, 1 to 10.
 pub async fn rate_shipment(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
     rating: u8,
 ) -> Result<Shipment> {
@@ -182,7 +184,7 @@ pub async fn rate_shipment(
 /// change of the shipment: no version, no delivery.
 pub async fn generate_confirmation_code(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<ConfirmationCode> {
     let confirmation_code = format!("{:06}", rand::rng().random_range(0..1_000_000));
@@ -215,12 +217,12 @@ pub async fn generate_confirmation_code(
 /// again changes nothing.
 pub async fn assign_driver(
     state: &AppState,
-    courier_id: i64,
+    courier_id: CourierId,
     code: &ShipmentCode,
     driver_id: DriverId,
 ) -> Result<Shipment> {
-    let driver = state.store.driver(driver_id.get()).await?;
-    if driver.is_none_or(|d| d.courier_company_id != courier_id) {
+    let driver = state.store.driver(driver_id).await?;
+    if driver.is_none_or(|d| d.courier_company_id != courier_id.get()) {
         return Err(FieldError::invalid(
             "driver_id",
             format!("driver {driver_id} is not one of your drivers"),
@@ -242,7 +244,7 @@ pub async fn assign_driver(
 /// return).
 pub async fn courier_operation(
     state: &AppState,
-    courier_id: i64,
+    courier_id: CourierId,
     code: &ShipmentCode,
     op: Operation,
 ) -> Result<Shipment> {
@@ -255,7 +257,7 @@ pub async fn courier_operation(
 /// Records a failed delivery attempt with its reason.
 pub async fn fail_shipment(
     state: &AppState,
-    courier_id: i64,
+    courier_id: CourierId,
     code: &ShipmentCode,
     reason: &str,
 ) -> Result<Shipment> {
@@ -271,7 +273,7 @@ pub async fn fail_shipment(
 /// Delivers, with the confirmation code when the merchant generated one.
 pub async fn deliver_shipment(
     state: &AppState,
-    courier_id: i64,
+    courier_id: CourierId,
     code: &ShipmentCode,
     confirmation_code: Option<&str>,
 ) -> Result<Shipment> {

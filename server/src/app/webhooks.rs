@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{
-    Delivery, DeliveryId, Page, RedeliveryQueued, ShipmentCode, SigningKey, Webhook, WebhookId,
-    WebhookUrl,
+    Delivery, DeliveryId, MerchantId, Page, RedeliveryQueued, ShipmentCode, SigningKey, Webhook,
+    WebhookId, WebhookUrl,
 };
 
 use super::{AppState, Error, Result};
@@ -54,7 +54,7 @@ pub(crate) fn new_signing_key(state: &AppState) -> (keys::Secret, String) {
 }
 
 /// The merchant's webhooks.
-pub async fn list_webhooks(state: &AppState, merchant_id: i64) -> Result<Vec<Webhook>> {
+pub async fn list_webhooks(state: &AppState, merchant_id: MerchantId) -> Result<Vec<Webhook>> {
     let data = state.store.webhooks(merchant_id).await?;
     Ok(data.into_iter().map(view).collect())
 }
@@ -84,7 +84,7 @@ pub async fn check_target(state: &AppState, field: &str, url: &WebhookUrl) -> Re
 /// has already registered is 409 `webhook_url_taken`.
 pub async fn register_webhook(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     url: &str,
 ) -> Result<(Webhook, keys::Secret)> {
     let url = check_webhook_url(state, "url", url).await?;
@@ -103,21 +103,25 @@ pub async fn register_webhook(
 /// Switches one of the merchant's webhooks on or off.
 pub async fn set_webhook_active(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     id: WebhookId,
     active: bool,
 ) -> Result<Webhook> {
     state
         .store
-        .set_webhook_active(merchant_id, id.get(), active)
+        .set_webhook_active(merchant_id, id, active)
         .await?
         .map(view)
         .ok_or_else(no_such_webhook)
 }
 
 /// Deletes one of the merchant's webhooks.
-pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: WebhookId) -> Result<()> {
-    if state.store.delete_webhook(merchant_id, id.get()).await? {
+pub async fn delete_webhook(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: WebhookId,
+) -> Result<()> {
+    if state.store.delete_webhook(merchant_id, id).await? {
         Ok(())
     } else {
         Err(no_such_webhook())
@@ -125,10 +129,14 @@ pub async fn delete_webhook(state: &AppState, merchant_id: i64, id: WebhookId) -
 }
 
 /// One of the merchant's webhooks, by id.
-pub async fn get_webhook(state: &AppState, merchant_id: i64, id: WebhookId) -> Result<Webhook> {
+pub async fn get_webhook(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: WebhookId,
+) -> Result<Webhook> {
     state
         .store
-        .webhook(merchant_id, id.get())
+        .webhook(merchant_id, id)
         .await?
         .map(view)
         .ok_or_else(no_such_webhook)
@@ -143,18 +151,18 @@ pub fn no_such_webhook() -> Error {
 /// first; `None` when the merchant has no such webhook.
 pub async fn delivery_log(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     id: WebhookId,
     page: u32,
     page_size: u32,
 ) -> Result<Option<(Webhook, Page<Delivery>)>> {
-    let Some(webhook) = state.store.webhook(merchant_id, id.get()).await? else {
+    let Some(webhook) = state.store.webhook(merchant_id, id).await? else {
         return Ok(None);
     };
     let offset = u64::from(page - 1) * u64::from(page_size);
     let (rows, total) = state
         .store
-        .webhook_deliveries(id.get(), page_size, offset)
+        .webhook_deliveries(id, page_size, offset)
         .await?;
     Ok(Some((
         view(webhook),
@@ -168,7 +176,7 @@ pub async fn delivery_log(
 }
 
 /// Whether the merchant has a shipment signing key.
-pub async fn has_signing_key(state: &AppState, merchant_id: i64) -> Result<bool> {
+pub async fn has_signing_key(state: &AppState, merchant_id: MerchantId) -> Result<bool> {
     Ok(state
         .store
         .shipment_signing_key(merchant_id)
@@ -178,7 +186,7 @@ pub async fn has_signing_key(state: &AppState, merchant_id: i64) -> Result<bool>
 
 /// Creates or replaces the merchant's shipment signing key; the new key
 /// is returned once (stored sealed) and the old one stops working.
-pub async fn rotate_signing_key(state: &AppState, merchant_id: i64) -> Result<SigningKey> {
+pub async fn rotate_signing_key(state: &AppState, merchant_id: MerchantId) -> Result<SigningKey> {
     let (signing_key, sealed) = new_signing_key(state);
     let created_at = state
         .store
@@ -210,7 +218,7 @@ pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
 /// ([`Error::RedeliveryBudget`]).
 pub async fn redeliver(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     id: WebhookId,
     delivery_id: DeliveryId,
 ) -> Result<RedeliveryQueued> {
@@ -218,7 +226,7 @@ pub async fn redeliver(
     let budget = state.redelivery_budget;
     match state
         .store
-        .redeliver(merchant_id, id.get(), delivery_id.get(), budget)
+        .redeliver(merchant_id, id, delivery_id, budget)
         .await?
     {
         Redelivery::Queued(_) => {
@@ -265,7 +273,7 @@ pub struct BulkQueued {
 /// [`Error::RedeliveryBudget`].
 pub async fn redeliver_failures(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     id: WebhookId,
     since: DateTime<Utc>,
     until: Option<DateTime<Utc>>,
@@ -286,7 +294,7 @@ pub async fn redeliver_failures(
         .store
         .redeliver_failures(
             merchant_id,
-            id.get(),
+            id,
             since,
             until,
             MAX_REDELIVERIES_PER_CALL,
@@ -325,7 +333,7 @@ fn over_budget(budget: RedeliveryBudget, wait: std::time::Duration) -> Error {
 /// merchant's shipments (another merchant's is not told apart).
 pub async fn shipment_deliveries(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
     page: u32,
     page_size: u32,
@@ -334,7 +342,7 @@ pub async fn shipment_deliveries(
         .store
         .shipment(code.as_str())
         .await?
-        .is_some_and(|s| s.merchant_id == merchant_id);
+        .is_some_and(|s| s.merchant_id == merchant_id.get());
     if !owned {
         return Err(Error::NotFound(format!(
             "you have no shipment with the code {code}"

@@ -5,7 +5,7 @@
 //! in `redelivery`.
 
 use maud::{Markup, html};
-use shipment_sdk::model::{Delivery, DeliveryId, ShipmentCode};
+use shipment_sdk::model::{Delivery, DeliveryId, ShipmentCode, WebhookId};
 
 use super::layout::{self, Tone};
 use super::session::Signed;
@@ -169,7 +169,12 @@ impl Queued {
 }
 
 /// The Redeliver button of one failed delivery to webhook `webhook_id`.
-fn redeliver_button(signed: &Signed, webhook_id: i64, d: &Delivery, back: Back<'_>) -> Markup {
+fn redeliver_button(
+    signed: &Signed,
+    webhook_id: WebhookId,
+    d: &Delivery,
+    back: Back<'_>,
+) -> Markup {
     html! {
         form.inline method="post" action={ "/webhooks/" (webhook_id) "/deliveries/" (d.id) "/redeliver" } {
             (layout::csrf(signed))
@@ -239,7 +244,7 @@ pub(crate) fn deliveries_table(signed: &Signed, rows: &[Delivery], back: Back<'_
                             td { (d.duration_ms) " ms" }
                             td.actions {
                                 @if let (false, Some(w)) = (d.success, d.webhook_id) {
-                                    (redeliver_button(signed, w.get(), d, back))
+                                    (redeliver_button(signed, w, d, back))
                                 }
                             }
                         }

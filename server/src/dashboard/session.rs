@@ -14,6 +14,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use shipment_sdk::model::MerchantId;
 use subtle::ConstantTimeEq;
 
 use super::page::{PageError, see_other};
@@ -44,7 +45,7 @@ pub(crate) struct Signed {
 
 impl Signed {
     /// The merchant signed in.
-    pub(crate) fn merchant_id(&self) -> i64 {
+    pub(crate) fn merchant_id(&self) -> MerchantId {
         self.session.merchant_id
     }
 }

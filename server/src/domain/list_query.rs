@@ -2,7 +2,7 @@
 //! that names the parameter at fault.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use shipment_sdk::model::Status;
+use shipment_sdk::model::{CourierId, Status};
 
 use super::field::FieldError;
 
@@ -23,7 +23,7 @@ pub struct ListQuery {
     /// Only this (known) status.
     pub status: Option<Status>,
     /// Only this courier company.
-    pub courier_company_id: Option<i64>,
+    pub courier_company_id: Option<CourierId>,
     /// `created_at >= created_after`.
     pub created_after: Option<DateTime<Utc>>,
     /// `created_at < created_before`.
@@ -90,7 +90,7 @@ impl ListQuery {
                                 "`courier_company_id` must be a positive integer",
                             )
                         })?;
-                    q.courier_company_id = Some(id);
+                    q.courier_company_id = Some(CourierId::new(id));
                 }
                 "created_after" => q.created_after = Some(instant(&name, value)?),
                 "created_before" => q.created_before = Some(instant(&name, value)?),
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(q.page_size, 100);
         assert_eq!(q.offset(), 200);
         assert_eq!(q.status, Some(Status::InTransit));
-        assert_eq!(q.courier_company_id, Some(7));
+        assert_eq!(q.courier_company_id, Some(CourierId::new(7)));
         assert_eq!(
             q.created_after.unwrap().to_rfc3339(),
             "2026-11-01T00:00:00+00:00"

@@ -5,7 +5,7 @@
 //! ([`no_control_characters`]).
 
 use rust_decimal::{Decimal, RoundingStrategy};
-use shipment_sdk::model::{CreateShipment, WebhookUrl};
+use shipment_sdk::model::{CourierId, CreateShipment, WebhookUrl};
 
 use super::field::FieldError;
 
@@ -32,7 +32,7 @@ pub const WEIGHT_DECIMALS: u32 = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewShipment {
     /// Courier company (its link to the merchant is checked by the store).
-    pub courier_company_id: i64,
+    pub courier_company_id: CourierId,
     /// Free text.
     pub description: Option<String>,
     /// Greater than zero.
@@ -95,7 +95,7 @@ impl NewShipment {
             .map(|u| webhook_url("webhook_url", &u))
             .transpose()?;
         Ok(NewShipment {
-            courier_company_id: req.courier_company_id.get(),
+            courier_company_id: req.courier_company_id,
             description,
             weight_kg,
             dimensions,
@@ -196,7 +196,6 @@ pub fn courier_text(field: &str, value: &str) -> Result<String, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shipment_sdk::model::CourierId;
 
     fn req() -> CreateShipment {
         CreateShipment::new(CourierId::new(7))
@@ -205,7 +204,7 @@ mod tests {
     #[test]
     fn a_minimal_request_is_valid() {
         let s = NewShipment::parse(req()).unwrap();
-        assert_eq!(s.courier_company_id, 7);
+        assert_eq!(s.courier_company_id, CourierId::new(7));
         assert!(s.items.is_empty());
     }
 

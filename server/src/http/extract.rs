@@ -6,11 +6,11 @@ use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
-use shipment_sdk::model::{InvalidShipmentCode, ProblemCode, ShipmentCode};
+use shipment_sdk::model::{CourierId, InvalidShipmentCode, MerchantId, ProblemCode, ShipmentCode};
 
 use super::ApiError;
 use crate::app::AppState;
-use crate::app::auth::{self, KeyHolder, KeyRefused};
+use crate::app::auth::{self, KeyHolder, KeyOwnerId, KeyRefused};
 use crate::domain::keys::KeyKind;
 
 /// Header carrying merchant and courier keys.
@@ -276,35 +276,33 @@ impl<S: Send + Sync> FromRequestParts<S> for CodePath {
 #[derive(Debug, Clone, Copy)]
 pub struct Merchant {
     /// The merchant's id.
-    pub id: i64,
+    pub id: MerchantId,
 }
 
 /// A courier company authenticated by its key (`X-API-KEY: ck_…`).
 #[derive(Debug, Clone, Copy)]
 pub struct Courier {
     /// The courier company's id.
-    pub id: i64,
+    pub id: CourierId,
 }
 
 /// Checks the `X-API-KEY` of a request against the keys of `expected` kind;
 /// the id of the merchant or courier company it belongs to.
-pub(super) async fn authenticate(
+pub(super) async fn authenticate<Owner: KeyOwnerId>(
     parts: &Parts,
     state: &AppState,
-    expected: KeyKind,
-) -> Result<i64, ApiError> {
-    authenticate_key(parts, state, expected)
+) -> Result<Owner, ApiError> {
+    authenticate_key::<Owner>(parts, state)
         .await
         .map(|owner| owner.owner_id)
 }
 
 /// Like [`authenticate`], with the key's own id too (a listener's stream
 /// ends when its key is deleted).
-pub(super) async fn authenticate_key(
+pub(super) async fn authenticate_key<Owner: KeyOwnerId>(
     parts: &Parts,
     state: &AppState,
-    expected: KeyKind,
-) -> Result<KeyHolder, ApiError> {
+) -> Result<KeyHolder<Owner>, ApiError> {
     let Some(value) = parts.headers.get(API_KEY_HEADER) else {
         let detail = if parts.headers.contains_key(header::AUTHORIZATION) {
             "this route takes an API key in the X-API-KEY header, not an Authorization header"
@@ -314,7 +312,7 @@ pub(super) async fn authenticate_key(
         return Err(ApiError::unauthenticated(detail));
     };
     let presented = value.to_str().unwrap_or("");
-    auth::authenticate_key(state, presented, expected)
+    auth::authenticate_key::<Owner>(state, presented)
         .await
         .map_err(|refused| match refused {
             KeyRefused::Malformed => {
@@ -324,7 +322,7 @@ pub(super) async fn authenticate_key(
                 "this key belongs to the other environment; this server is {}",
                 state.environment_name()
             )),
-            KeyRefused::OtherKind => ApiError::forbidden(match expected {
+            KeyRefused::OtherKind => ApiError::forbidden(match Owner::KIND {
                 KeyKind::Merchant => "courier keys cannot call merchant routes",
                 KeyKind::Courier => "merchant keys cannot call courier routes",
             }),
@@ -341,9 +339,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AppState::from_ref(state);
-        authenticate(parts, &state, KeyKind::Merchant)
-            .await
-            .map(|id| Merchant { id })
+        authenticate(parts, &state).await.map(|id| Merchant { id })
     }
 }
 
@@ -355,9 +351,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AppState::from_ref(state);
-        authenticate(parts, &state, KeyKind::Courier)
-            .await
-            .map(|id| Courier { id })
+        authenticate(parts, &state).await.map(|id| Courier { id })
     }
 }
 

@@ -15,7 +15,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures_util::{Stream, StreamExt as _, stream};
-use shipment_sdk::model::{ListenerDelivery, SigningKey};
+use shipment_sdk::model::{ListenerDelivery, MerchantId, SigningKey};
 
 use super::ApiError;
 use super::extract::{API_KEY_HEADER, authenticate_key};
@@ -23,7 +23,7 @@ use super::params::Problems;
 use crate::app::AppState;
 use crate::app::auth::Session;
 use crate::app::listen::{self, Credential};
-use crate::domain::keys::KeyKind;
+use crate::domain::ids::EventId;
 
 /// A comment is sent this often on a quiet stream, so proxies and the
 /// server's own idle time-out (60 s) see a live connection, and a listener
@@ -41,7 +41,7 @@ pub(super) fn router() -> Router<AppState> {
 /// (`Authorization: Bearer`), whichever the request carries.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Caller {
-    merchant_id: i64,
+    merchant_id: MerchantId,
     /// The key or session; a stream lasts as long as it works.
     credential: Credential,
 }
@@ -54,8 +54,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let (merchant_id, credential) = if parts.headers.contains_key(API_KEY_HEADER) {
-            let owner =
-                authenticate_key(parts, &AppState::from_ref(state), KeyKind::Merchant).await?;
+            let owner = authenticate_key::<MerchantId>(parts, &AppState::from_ref(state)).await?;
             (owner.owner_id, Credential::ApiKey(owner.key_id))
         } else if parts.headers.contains_key(header::AUTHORIZATION) {
             let session = Session::from_request_parts(parts, state).await?;
@@ -74,7 +73,7 @@ where
 }
 
 /// `Last-Event-ID`: the id of the last event a reconnecting client saw.
-fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+fn last_event_id(headers: &HeaderMap) -> Result<Option<EventId>, ApiError> {
     let Some(value) = headers.get("last-event-id") else {
         return Ok(None);
     };
@@ -83,7 +82,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
         .ok()
         .and_then(|v| v.trim().parse::<i64>().ok())
         .filter(|id| *id >= 0)
-        .map(Some)
+        .map(|id| Some(EventId::new(id)))
         .ok_or_else(|| {
             ApiError::invalid_identifier(
                 "Last-Event-ID must be the id of an event of this stream (a whole number)",
@@ -205,14 +204,14 @@ async fn rotate_listener_signing_key(
 mod tests {
     use axum::http::{HeaderMap, HeaderValue};
 
-    use super::last_event_id;
+    use super::{EventId, last_event_id};
 
     #[test]
     fn last_event_id_is_a_whole_number_or_absent() {
         let mut headers = HeaderMap::new();
         assert_eq!(last_event_id(&headers).unwrap(), None);
         headers.insert("last-event-id", HeaderValue::from_static(" 42 "));
-        assert_eq!(last_event_id(&headers).unwrap(), Some(42));
+        assert_eq!(last_event_id(&headers).unwrap(), Some(EventId::new(42)));
         for bad in ["-1", "x", "1.5", ""] {
             headers.insert("last-event-id", HeaderValue::from_static(bad));
             assert!(last_event_id(&headers).is_err(), "{bad:?}");

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use shipment_sdk::model::CourierId;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder, response::Response};
 use utoipa::{IntoResponses, PartialSchema, ToSchema};
@@ -73,8 +74,8 @@ pub struct ListParams {
     /// Only this status
     status: Option<shipment_sdk::model::Status>,
     /// Only this courier company
-    #[param(minimum = 1)]
-    courier_company_id: Option<i64>,
+    #[param(value_type = Option<i64>, minimum = 1)]
+    courier_company_id: Option<CourierId>,
     /// RFC 3339 instant or YYYY-MM-DD: created at or after
     #[param(format = DateTime)]
     created_after: Option<String>,

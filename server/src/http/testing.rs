@@ -9,7 +9,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use shipment_sdk::model::{ProblemCode, Shipment};
+use shipment_sdk::model::{MerchantId, ProblemCode, Shipment};
 
 use super::ApiError;
 use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
@@ -18,7 +18,6 @@ use crate::app::AppState;
 use crate::app::testing::{
     self, AdvanceShipment, ArmFault, DuplicateDeliveries, Fault, FaultAction, TestingError,
 };
-use crate::domain::keys::KeyKind;
 use crate::serve::ConnectionCloser;
 
 /// Where the API is mounted; fault paths are relative to it.
@@ -70,7 +69,7 @@ async fn inject_faults(State(state): State<AppState>, req: Request, next: Next) 
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let merchant = extract::authenticate(&parts, &state, KeyKind::Merchant).await;
+    let merchant = extract::authenticate::<MerchantId>(&parts, &state).await;
     let req = Request::from_parts(parts, body);
     let Ok(merchant_id) = merchant else {
         return next.run(req).await;

@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{
-    Delivery, List, NewWebhook, Page, Problem, RedeliverFailures, RedeliveryQueued,
-    RegisterWebhook, SetWebhookActive, ShipmentCode, SigningKey, Webhook,
+    Delivery, DeliveryId, List, NewWebhook, Page, Problem, RedeliverFailures, RedeliveryQueued,
+    RegisterWebhook, SetWebhookActive, ShipmentCode, SigningKey, Webhook, WebhookId,
 };
 
 use super::ApiError;
@@ -46,11 +46,11 @@ pub(super) fn router() -> Router<AppState> {
 #[expect(dead_code, reason = "described in the document, never built")]
 struct DeliveryParams {
     /// The webhook's id
-    #[param(minimum = 1)]
-    id: i64,
+    #[param(value_type = i64, minimum = 1)]
+    id: WebhookId,
     /// The delivery's id (`id` in the delivery log)
-    #[param(minimum = 1)]
-    delivery_id: i64,
+    #[param(value_type = i64, minimum = 1)]
+    delivery_id: DeliveryId,
 }
 
 /// The shipment of a delivery history.

@@ -2,6 +2,7 @@
 //! listed without secrets, deleted.
 
 use chrono::{DateTime, Utc};
+use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 
 use super::listen::{Credential, Revoked};
 use super::{Backend, Store, StoreError, Tx, now};
@@ -75,14 +76,14 @@ impl Store {
     /// mean two random 32-character keys collided.)
     pub async fn create_api_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         name: &str,
         env: Environment,
     ) -> Result<NewKey, StoreError> {
         let key = keys::generate(KeyKind::Merchant, env);
         let id = self
             .query(CREATE_API_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(name)
             .bind(KeyKind::Merchant.prefix(env))
             .bind(keys::last4(key.expose()))
@@ -96,13 +97,13 @@ impl Store {
     /// Creates a courier company key of `env`.
     pub async fn create_courier_key(
         &self,
-        courier_id: i64,
+        courier_id: CourierId,
         env: Environment,
     ) -> Result<NewKey, StoreError> {
         let key = keys::generate(KeyKind::Courier, env);
         let id = self
             .query(CREATE_COURIER_KEY)
-            .bind(courier_id)
+            .bind(courier_id.get())
             .bind(KeyKind::Courier.prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))
@@ -139,24 +140,24 @@ impl Store {
     }
 
     /// The merchant's API keys, oldest first.
-    pub async fn api_keys(&self, merchant_id: i64) -> Result<Vec<ApiKeyInfo>, StoreError> {
+    pub async fn api_keys(&self, merchant_id: MerchantId) -> Result<Vec<ApiKeyInfo>, StoreError> {
         let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
                    WHERE merchant_id = $1 ORDER BY id";
-        Ok(self.query(sql).bind(merchant_id).fetch_all().await?)
+        Ok(self.query(sql).bind(merchant_id.get()).fetch_all().await?)
     }
 
     /// One of the merchant's API keys.
     pub async fn api_key(
         &self,
-        merchant_id: i64,
-        id: i64,
+        merchant_id: MerchantId,
+        id: ApiKeyId,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
         let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
                    WHERE merchant_id = $1 AND id = $2";
         Ok(self
             .query(sql)
-            .bind(merchant_id)
-            .bind(id)
+            .bind(merchant_id.get())
+            .bind(id.get())
             .fetch_optional()
             .await?)
     }
@@ -164,14 +165,14 @@ impl Store {
     /// The merchant's key whose secret has this digest, if any.
     pub async fn api_key_by_digest(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         digest: &str,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
         let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
                    WHERE merchant_id = $1 AND key_digest = $2";
         Ok(self
             .query(sql)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(digest)
             .fetch_optional()
             .await?)
@@ -185,8 +186,8 @@ impl Store {
     /// deletion commits.
     pub async fn delete_api_key(
         &self,
-        merchant_id: i64,
-        id: i64,
+        merchant_id: MerchantId,
+        id: ApiKeyId,
     ) -> Result<Option<Revoked>, StoreError> {
         let sql = match self.backend() {
             Backend::Postgres => DELETE_API_KEY_AND_ANNOUNCE,
@@ -194,23 +195,23 @@ impl Store {
         };
         let gone: Option<i64> = self
             .query(sql)
-            .bind(merchant_id)
-            .bind(id)
+            .bind(merchant_id.get())
+            .bind(id.get())
             .scalar_optional()
             .await?;
-        Ok(gone.map(|id| Revoked::deleted(Credential::ApiKey(id))))
+        Ok(gone.map(|id| Revoked::deleted(Credential::ApiKey(ApiKeyId::new(id)))))
     }
 
     /// Creates an API key and returns it with its secret (shown once).
     pub async fn create_named_api_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         name: &str,
         env: Environment,
     ) -> Result<(ApiKeyInfo, Secret), StoreError> {
         let new = self.create_api_key(merchant_id, name, env).await?;
         let info = self
-            .api_key(merchant_id, new.id)
+            .api_key(merchant_id, ApiKeyId::new(new.id))
             .await?
             .ok_or_else(|| StoreError::Corrupt("a new API key vanished".into()))?;
         debug_assert_eq!(info.prefix, KeyKind::Merchant.prefix(env));
@@ -237,14 +238,14 @@ impl Tx {
     /// well formed: the caller checked it); only its digest is kept.
     pub async fn create_api_key_of(
         &mut self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         name: &str,
         key: &Secret,
         env: Environment,
     ) -> Result<i64, StoreError> {
         Ok(self
             .query(CREATE_API_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(name)
             .bind(KeyKind::Merchant.prefix(env))
             .bind(keys::last4(key.expose()))
@@ -258,13 +259,13 @@ impl Tx {
     /// [`Tx::create_api_key_of`] does.
     pub async fn create_courier_key_of(
         &mut self,
-        courier_id: i64,
+        courier_id: CourierId,
         key: &Secret,
         env: Environment,
     ) -> Result<i64, StoreError> {
         Ok(self
             .query(CREATE_COURIER_KEY)
-            .bind(courier_id)
+            .bind(courier_id.get())
             .bind(KeyKind::Courier.prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))

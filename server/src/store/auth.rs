@@ -1,9 +1,11 @@
 //! Dashboard sign-in: the attempts counted per e-mail, and sessions.
 
 use chrono::{DateTime, Duration, Utc};
+use shipment_sdk::model::MerchantId;
 
 use super::listen::{Credential, Revoked};
 use super::{Backend, Store, StoreError, now};
+use crate::domain::ids::SessionId;
 use crate::domain::keys::{self, Secret};
 
 /// Ends a session ([`Store::delete_session`]).
@@ -86,7 +88,7 @@ impl Store {
     /// returned once and only its digest is stored.
     pub async fn create_session(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         ttl: Duration,
     ) -> Result<(Secret, DateTime<Utc>), StoreError> {
         let token = keys::random_token("");
@@ -96,7 +98,7 @@ impl Store {
                    VALUES ($1, $2, $3, $4)";
         let prune = "DELETE FROM sessions WHERE expires_at <= $1";
         self.query(sql)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(keys::digest(token.expose()))
             .bind(at)
             .bind(expires_at)
@@ -119,11 +121,11 @@ impl Store {
     }
 
     /// Whether the session `id` still works: not signed out, not expired.
-    pub async fn session_is_live(&self, id: i64) -> Result<bool, StoreError> {
+    pub async fn session_is_live(&self, id: SessionId) -> Result<bool, StoreError> {
         let sql = "SELECT id FROM sessions WHERE id = $1 AND expires_at > $2";
         let found: Option<i64> = self
             .query(sql)
-            .bind(id)
+            .bind(id.get())
             .bind(now())
             .scalar_optional()
             .await?;
@@ -133,12 +135,12 @@ impl Store {
     /// Ends a session; `None` if it had ended. On PostgreSQL every process
     /// is told of it on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL)
     /// when the deletion commits (to end the listener streams it opened).
-    pub async fn delete_session(&self, id: i64) -> Result<Option<Revoked>, StoreError> {
+    pub async fn delete_session(&self, id: SessionId) -> Result<Option<Revoked>, StoreError> {
         let sql = match self.backend() {
             Backend::Postgres => DELETE_SESSION_AND_ANNOUNCE,
             Backend::Sqlite => DELETE_SESSION,
         };
-        let gone: Option<i64> = self.query(sql).bind(id).scalar_optional().await?;
-        Ok(gone.map(|id| Revoked::deleted(Credential::Session(id))))
+        let gone: Option<i64> = self.query(sql).bind(id.get()).scalar_optional().await?;
+        Ok(gone.map(|id| Revoked::deleted(Credential::Session(SessionId::new(id)))))
     }
 }

@@ -1,7 +1,7 @@
 //! Courier companies, their links to merchants, and their drivers.
 
 use chrono::{DateTime, Utc};
-use shipment_sdk::model::{CourierCompany, CourierId};
+use shipment_sdk::model::{CourierCompany, CourierId, DriverId, MerchantId};
 
 use super::{Store, StoreError, Tx, now};
 use crate::domain::fee::{Pricing, from_minor_units};
@@ -29,17 +29,17 @@ pub struct CourierFees {
     pub per_km_minor: i64,
 }
 
-/// A driver of a courier company.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct Driver {
-    /// Identifier used as `driver_id`.
+/// A driver of a courier company, as stored (`app::couriers::Driver` is
+/// what the API shows).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DriverRow {
+    /// The driver's id.
     pub id: i64,
     /// The company employing the driver.
     pub courier_company_id: i64,
     /// Display name.
     pub name: String,
     /// When the driver was added.
-    #[serde(serialize_with = "shipment_sdk::model::timestamp::serialize")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -67,9 +67,9 @@ impl CourierRow {
 
 impl Store {
     /// Whether a courier company with this id exists.
-    pub async fn courier_exists(&self, id: i64) -> Result<bool, StoreError> {
+    pub async fn courier_exists(&self, id: CourierId) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM courier_companies WHERE id = $1";
-        let n: i64 = self.query(sql).bind(id).scalar().await?;
+        let n: i64 = self.query(sql).bind(id.get()).scalar().await?;
         Ok(n > 0)
     }
 
@@ -80,8 +80,8 @@ impl Store {
         base_fee_minor: i64,
         per_kg_minor: i64,
         per_km_minor: i64,
-    ) -> Result<i64, StoreError> {
-        Ok(self
+    ) -> Result<CourierId, StoreError> {
+        let id = self
             .query(CREATE_COURIER)
             .bind(name)
             .bind(base_fee_minor)
@@ -89,14 +89,19 @@ impl Store {
             .bind(per_km_minor)
             .bind(now())
             .scalar()
-            .await?)
+            .await?;
+        Ok(CourierId::new(id))
     }
 
     /// Links a courier company to a merchant (idempotent).
-    pub async fn link_courier(&self, merchant_id: i64, courier_id: i64) -> Result<(), StoreError> {
+    pub async fn link_courier(
+        &self,
+        merchant_id: MerchantId,
+        courier_id: CourierId,
+    ) -> Result<(), StoreError> {
         self.query(LINK_COURIER)
-            .bind(merchant_id)
-            .bind(courier_id)
+            .bind(merchant_id.get())
+            .bind(courier_id.get())
             .bind(now())
             .execute()
             .await?;
@@ -106,13 +111,13 @@ impl Store {
     /// The courier companies linked to a merchant, by id.
     pub async fn merchant_couriers(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
     ) -> Result<Vec<CourierCompany>, StoreError> {
         let sql = "SELECT c.id, c.name, c.active, c.base_fee_minor, c.per_kg_minor, c.per_km_minor, \
                    l.linked_at FROM merchant_couriers l \
                    JOIN courier_companies c ON c.id = l.courier_company_id \
                    WHERE l.merchant_id = $1 ORDER BY c.id";
-        let rows: Vec<CourierRow> = self.query(sql).bind(merchant_id).fetch_all().await?;
+        let rows: Vec<CourierRow> = self.query(sql).bind(merchant_id.get()).fetch_all().await?;
         Ok(rows
             .into_iter()
             .map(|r| {
@@ -133,8 +138,8 @@ impl Store {
     /// active; `None` otherwise.
     pub async fn linked_courier_pricing(
         &self,
-        merchant_id: i64,
-        courier_id: i64,
+        merchant_id: MerchantId,
+        courier_id: CourierId,
     ) -> Result<Option<Pricing>, StoreError> {
         let sql = "SELECT c.id, c.name, c.active, c.base_fee_minor, c.per_kg_minor, c.per_km_minor, \
                    l.linked_at FROM merchant_couriers l \
@@ -142,18 +147,22 @@ impl Store {
                    WHERE l.merchant_id = $1 AND l.courier_company_id = $2 AND c.active";
         let row: Option<CourierRow> = self
             .query(sql)
-            .bind(merchant_id)
-            .bind(courier_id)
+            .bind(merchant_id.get())
+            .bind(courier_id.get())
             .fetch_optional()
             .await?;
         Ok(row.map(|r| r.pricing()))
     }
 
     /// Adds a driver to a courier company.
-    pub async fn create_driver(&self, courier_id: i64, name: &str) -> Result<Driver, StoreError> {
+    pub async fn create_driver(
+        &self,
+        courier_id: CourierId,
+        name: &str,
+    ) -> Result<DriverRow, StoreError> {
         Ok(self
             .query(CREATE_DRIVER)
-            .bind(courier_id)
+            .bind(courier_id.get())
             .bind(name)
             .bind(now())
             .fetch_one()
@@ -161,14 +170,22 @@ impl Store {
     }
 
     /// The drivers of a courier company, by id.
-    pub async fn drivers(&self, courier_id: i64) -> Result<Vec<Driver>, StoreError> {
-        Ok(self.query(DRIVERS).bind(courier_id).fetch_all().await?)
+    pub async fn drivers(&self, courier_id: CourierId) -> Result<Vec<DriverRow>, StoreError> {
+        Ok(self
+            .query(DRIVERS)
+            .bind(courier_id.get())
+            .fetch_all()
+            .await?)
     }
 
     /// One driver, if it exists.
-    pub async fn driver(&self, driver_id: i64) -> Result<Option<Driver>, StoreError> {
+    pub async fn driver(&self, driver_id: DriverId) -> Result<Option<DriverRow>, StoreError> {
         let sql = "SELECT id, courier_company_id, name, created_at FROM drivers WHERE id = $1";
-        Ok(self.query(sql).bind(driver_id).fetch_optional().await?)
+        Ok(self
+            .query(sql)
+            .bind(driver_id.get())
+            .fetch_optional()
+            .await?)
     }
 }
 
@@ -182,9 +199,13 @@ impl Tx {
     }
 
     /// Adds a courier company with its prices in minor units.
-    pub async fn create_courier(&mut self, name: &str, fees: [i64; 3]) -> Result<i64, StoreError> {
+    pub async fn create_courier(
+        &mut self,
+        name: &str,
+        fees: [i64; 3],
+    ) -> Result<CourierId, StoreError> {
         let [base_fee, per_kg, per_km] = fees;
-        Ok(self
+        let id = self
             .query(CREATE_COURIER)
             .bind(name)
             .bind(base_fee)
@@ -192,19 +213,20 @@ impl Tx {
             .bind(per_km)
             .bind(now())
             .scalar()
-            .await?)
+            .await?;
+        Ok(CourierId::new(id))
     }
 
     /// Links a courier company to a merchant; `false` if it was linked.
     pub async fn link_courier(
         &mut self,
-        merchant_id: i64,
-        courier_id: i64,
+        merchant_id: MerchantId,
+        courier_id: CourierId,
     ) -> Result<bool, StoreError> {
         let n = self
             .query(LINK_COURIER)
-            .bind(merchant_id)
-            .bind(courier_id)
+            .bind(merchant_id.get())
+            .bind(courier_id.get())
             .bind(now())
             .execute()
             .await?;
@@ -212,19 +234,23 @@ impl Tx {
     }
 
     /// The drivers of a courier company, by id.
-    pub async fn drivers(&mut self, courier_id: i64) -> Result<Vec<Driver>, StoreError> {
-        Ok(self.query(DRIVERS).bind(courier_id).fetch_all().await?)
+    pub async fn drivers(&mut self, courier_id: CourierId) -> Result<Vec<DriverRow>, StoreError> {
+        Ok(self
+            .query(DRIVERS)
+            .bind(courier_id.get())
+            .fetch_all()
+            .await?)
     }
 
     /// Adds a driver to a courier company.
     pub async fn create_driver(
         &mut self,
-        courier_id: i64,
+        courier_id: CourierId,
         name: &str,
-    ) -> Result<Driver, StoreError> {
+    ) -> Result<DriverRow, StoreError> {
         Ok(self
             .query(CREATE_DRIVER)
-            .bind(courier_id)
+            .bind(courier_id.get())
             .bind(name)
             .bind(now())
             .fetch_one()

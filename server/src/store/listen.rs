@@ -2,8 +2,10 @@
 //! and the changes a reconnecting listener missed.
 
 use chrono::{DateTime, Utc};
+use shipment_sdk::model::{ApiKeyId, MerchantId};
 
 use super::{Store, StoreError, Tx, now};
+use crate::domain::ids::{EventId, SessionId};
 
 /// A sealed signing key and when it was made.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -67,9 +69,9 @@ pub const REVOKED_CHANNEL: &str = "shipment_credential_revoked";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Credential {
     /// A merchant API key (`X-API-KEY`), by its id.
-    ApiKey(i64),
+    ApiKey(ApiKeyId),
     /// A dashboard session (`Authorization: Bearer`), by its id.
-    Session(i64),
+    Session(SessionId),
 }
 
 /// A credential whose deletion committed: only the store's deletions (and
@@ -96,10 +98,10 @@ impl Revoked {
     /// payload is one (`api_key:<id>` or `session:<id>`).
     pub fn announced(payload: &str) -> Option<Revoked> {
         let (kind, id) = payload.split_once(':')?;
-        let id = id.parse().ok()?;
+        let id: i64 = id.parse().ok()?;
         match kind {
-            "api_key" => Some(Revoked(Credential::ApiKey(id))),
-            "session" => Some(Revoked(Credential::Session(id))),
+            "api_key" => Some(Revoked(Credential::ApiKey(ApiKeyId::new(id)))),
+            "session" => Some(Revoked(Credential::Session(SessionId::new(id)))),
             _ => None,
         }
     }
@@ -127,11 +129,11 @@ impl Store {
     /// The merchant's sealed listener signing key, if it has one.
     pub async fn listener_signing_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
     ) -> Result<Option<SealedKey>, StoreError> {
         Ok(self
             .query(LISTENER_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .fetch_optional()
             .await?)
     }
@@ -139,7 +141,7 @@ impl Store {
     /// Creates or replaces the merchant's listener signing key; returns when.
     pub async fn set_listener_signing_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
         self.replace_signing_key(SET_LISTENER_KEY, merchant_id, sealed)
@@ -151,11 +153,11 @@ impl Store {
     /// both get the one key that was stored first.
     pub async fn listener_signing_key_or_insert(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<SealedKey, StoreError> {
         self.query(ADD_LISTENER_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(sealed)
             .bind(now())
             .execute()
@@ -170,35 +172,18 @@ impl Store {
     /// most `limit`: what a reconnecting listener missed (`Last-Event-ID`).
     pub async fn missed_listener_rows(
         &self,
-        merchant_id: i64,
-        after: i64,
+        merchant_id: MerchantId,
+        after: EventId,
         since: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<ListenerRow>, StoreError> {
         Ok(self
             .query(MISSED)
-            .bind(merchant_id)
-            .bind(after)
+            .bind(merchant_id.get())
+            .bind(after.get())
             .bind(since)
             .bind(i64::from(limit))
             .fetch_all()
             .await?)
-    }
-}
-
-impl super::outbox::OutboxRow {
-    /// The change as listeners receive it; `None` for a redelivery, which
-    /// is for one webhook only.
-    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
-        if self.only_webhook_id.is_some() {
-            return None;
-        }
-        Some(ListenerRow {
-            id: self.id,
-            merchant_id: self.merchant_id,
-            shipment_code: self.shipment_code.clone(),
-            version: self.version,
-            payload: self.payload.clone(),
-        })
     }
 }

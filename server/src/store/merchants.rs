@@ -1,5 +1,7 @@
 //! Merchants: their accounts and how sign-in finds them.
 
+use shipment_sdk::model::MerchantId;
+
 use super::{Store, StoreError, Tx, now};
 
 const CREATE_MERCHANT: &str = "INSERT INTO merchants (name, email, password_hash, created_at) \
@@ -33,21 +35,22 @@ impl Store {
         name: &str,
         email: &str,
         password_hash: &str,
-    ) -> Result<i64, StoreError> {
-        Ok(self
+    ) -> Result<MerchantId, StoreError> {
+        let id = self
             .query(CREATE_MERCHANT)
             .bind(name)
             .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
             .bind(now())
             .scalar()
-            .await?)
+            .await?;
+        Ok(MerchantId::new(id))
     }
 
     /// Whether a merchant with this id exists.
-    pub async fn merchant_exists(&self, id: i64) -> Result<bool, StoreError> {
+    pub async fn merchant_exists(&self, id: MerchantId) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM merchants WHERE id = $1";
-        let n: i64 = self.query(sql).bind(id).scalar().await?;
+        let n: i64 = self.query(sql).bind(id.get()).scalar().await?;
         Ok(n > 0)
     }
 
@@ -72,14 +75,15 @@ impl Tx {
         name: &str,
         email: &str,
         password_hash: &str,
-    ) -> Result<i64, StoreError> {
-        Ok(self
+    ) -> Result<MerchantId, StoreError> {
+        let id = self
             .query(CREATE_MERCHANT)
             .bind(name)
             .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
             .bind(now())
             .scalar()
-            .await?)
+            .await?;
+        Ok(MerchantId::new(id))
     }
 }

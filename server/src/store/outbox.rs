@@ -9,10 +9,12 @@ use std::collections::hash_map::Entry;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
-use shipment_sdk::model::Shipment;
+use shipment_sdk::model::{DeliveryId, MerchantId, Shipment, WebhookId};
 
 use super::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use super::listen::ListenerRow;
 use super::{Backend, Store, StoreError, Tx, now};
+use crate::domain::ids::EventId;
 
 mod budget;
 mod finished;
@@ -125,6 +127,22 @@ impl OutboxRow {
             webhook_id: None,
             url: self.webhook_url.clone()?,
             signing_key_sealed: self.signing_key_sealed.clone(),
+        })
+    }
+
+    /// The change as listeners receive it; `None` for a redelivery, which
+    /// is for one webhook only. (Here rather than in `listen`, so that
+    /// `listen` need not know the outbox: the arrow runs one way.)
+    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
+        if self.only_webhook_id.is_some() {
+            return None;
+        }
+        Some(ListenerRow {
+            id: self.id,
+            merchant_id: self.merchant_id,
+            shipment_code: self.shipment_code.clone(),
+            version: self.version,
+            payload: self.payload.clone(),
         })
     }
 }
@@ -479,19 +497,19 @@ impl Store {
     /// caller wakes the dispatcher.
     pub async fn redeliver(
         &self,
-        merchant_id: i64,
-        webhook_id: i64,
-        delivery_id: i64,
+        merchant_id: MerchantId,
+        webhook_id: WebhookId,
+        delivery_id: DeliveryId,
         budget: RedeliveryBudget,
     ) -> Result<Redelivery, StoreError> {
         let mut tx = self.begin().await?;
-        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id)
+        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
             .await?;
         let change: Option<(i64, i64)> = tx
             .query(DELIVERED_CHANGE)
-            .bind(delivery_id)
-            .bind(webhook_id)
-            .bind(merchant_id)
+            .bind(delivery_id.get())
+            .bind(webhook_id.get())
+            .bind(merchant_id.get())
             .fetch_optional()
             .await?;
         let Some((shipment_id, version)) = change else {
@@ -501,23 +519,23 @@ impl Store {
             .query(WAITING)
             .bind(shipment_id)
             .bind(version)
-            .bind(webhook_id)
+            .bind(webhook_id.get())
             .fetch_optional()
             .await?;
         if let Some(waiting) = waiting {
             return Ok(Redelivery::Waiting(waiting));
         }
         let at = now();
-        let used = budget::used(&mut tx, merchant_id, at).await?;
+        let used = budget::used(&mut tx, merchant_id.get(), at).await?;
         if used >= budget.get() {
-            let wait = budget::retry_after(&mut tx, merchant_id, at, used, budget).await?;
+            let wait = budget::retry_after(&mut tx, merchant_id.get(), at, used, budget).await?;
             return Ok(Redelivery::OverBudget(wait));
         }
         let id: i64 = tx
             .query(REDELIVER)
-            .bind(delivery_id)
-            .bind(webhook_id)
-            .bind(merchant_id)
+            .bind(delivery_id.get())
+            .bind(webhook_id.get())
+            .bind(merchant_id.get())
             .bind(at)
             .scalar()
             .await?;
@@ -543,26 +561,26 @@ impl Store {
     /// both spending the same room in the budget.
     pub async fn redeliver_failures(
         &self,
-        merchant_id: i64,
-        webhook_id: i64,
+        merchant_id: MerchantId,
+        webhook_id: WebhookId,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
         budget: RedeliveryBudget,
     ) -> Result<BulkRedelivery, StoreError> {
         let mut tx = self.begin().await?;
-        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id)
+        tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
             .await?;
         let at = now();
-        let used = budget::used(&mut tx, merchant_id, at).await?;
+        let used = budget::used(&mut tx, merchant_id.get(), at).await?;
         let room = budget.get().saturating_sub(used);
         let allowed = limit.min(room);
         let queued: Vec<i64> = if allowed == 0 {
             Vec::new()
         } else {
             tx.query(REDELIVER_FAILED)
-                .bind(webhook_id)
-                .bind(merchant_id)
+                .bind(webhook_id.get())
+                .bind(merchant_id.get())
                 .bind(since)
                 .bind(until)
                 .bind(at)
@@ -575,8 +593,8 @@ impl Store {
             false
         } else {
             tx.query(MORE_FAILED)
-                .bind(webhook_id)
-                .bind(merchant_id)
+                .bind(webhook_id.get())
+                .bind(merchant_id.get())
                 .bind(since)
                 .bind(until)
                 .scalar()
@@ -585,7 +603,7 @@ impl Store {
         // Cut by the budget (not only by the limit of one call): say when
         // it has room again.
         let retry_after = if more && queued >= room {
-            Some(budget::retry_after(&mut tx, merchant_id, at, used + queued, budget).await?)
+            Some(budget::retry_after(&mut tx, merchant_id.get(), at, used + queued, budget).await?)
         } else {
             None
         };
@@ -650,12 +668,12 @@ impl Store {
     /// so no other process takes a row that is still being delivered.
     pub async fn renew_outbox(
         &self,
-        id: i64,
+        id: EventId,
         worker: &str,
         lease: Duration,
     ) -> Result<bool, StoreError> {
         let worker = worker.to_owned();
-        self.write(move |tx| Box::pin(renew(tx, id, worker.clone(), lease)))
+        self.write(move |tx| Box::pin(renew(tx, id.get(), worker.clone(), lease)))
             .await
     }
 
@@ -669,7 +687,7 @@ impl Store {
     /// nobody is delivering them. Rows a process holds are few, and this
     /// runs only after a claim failed, so they are read and released one
     /// by one.
-    pub async fn release_outbox(&self, worker: &str, keep: &[i64]) -> Result<u32, StoreError> {
+    pub async fn release_outbox(&self, worker: &str, keep: &[EventId]) -> Result<u32, StoreError> {
         let held: Vec<i64> = self
             .query("SELECT id FROM outbox WHERE claimed_by = $1 AND done_at IS NULL")
             .bind(worker)
@@ -678,7 +696,10 @@ impl Store {
         let release = "UPDATE outbox SET claimed_until = NULL \
                        WHERE id = $1 AND claimed_by = $2 AND done_at IS NULL";
         let mut released = 0;
-        for id in held.into_iter().filter(|id| !keep.contains(id)) {
+        for id in held
+            .into_iter()
+            .filter(|&id| !keep.contains(&EventId::new(id)))
+        {
             let q = self.query(release).bind(id).bind(worker);
             released += u32::from(q.execute().await? == 1);
         }

@@ -22,6 +22,7 @@ use shipment_sdk::model::{
 use super::engine::{AtCommit, Db, MAX_GROUP, PaddedIn, ReadMany, Sql, multi_row};
 use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
+use crate::domain::actor::Actor;
 use crate::domain::code;
 use crate::domain::confirmation;
 use crate::domain::fee::from_minor_units;
@@ -217,23 +218,12 @@ pub enum Change<T = Shipment> {
     Unchanged(T),
 }
 
-/// Who is acting on a shipment; a shipment is visible to its merchant and
-/// to its courier company.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Actor {
-    /// A merchant, by id.
-    Merchant(i64),
-    /// A courier company, by id.
-    Courier(i64),
-}
-
-impl Actor {
-    fn may_see(self, record: &ShipmentRecord) -> bool {
-        match self {
-            Actor::Merchant(id) => record.merchant_id == id,
-            Actor::Courier(id) => record.courier_company_id == id,
-        }
-    }
+/// Whether `record` is `actor`'s to see.
+fn may_see(actor: Actor, record: &ShipmentRecord) -> bool {
+    actor.may_see(
+        MerchantId::new(record.merchant_id),
+        CourierId::new(record.courier_company_id),
+    )
 }
 
 /// How `decide` changes a shipment: it gets the shipment and the time of
@@ -247,13 +237,13 @@ impl Store {
     /// [`KeyReused`] when the key came with another body before.
     pub async fn create_shipment(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         new: NewShipment,
         total_fee_minor: i64,
         idempotency: Option<(&str, &str)>,
     ) -> Result<Result<CreateOutcome, KeyReused>, StoreError> {
         let row = NewRow {
-            merchant_id,
+            merchant_id: merchant_id.get(),
             new,
             total_fee_minor,
         };
@@ -301,7 +291,7 @@ impl Store {
     pub async fn deliver_shipment<D>(
         &self,
         code: &str,
-        courier_id: i64,
+        courier_id: CourierId,
         provided: Option<&str>,
         decide: D,
     ) -> Result<Change, StoreError>
@@ -329,7 +319,7 @@ impl Store {
     pub async fn set_confirmation_code(
         &self,
         code: &str,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         code_digest: &str,
         expires_at: DateTime<Utc>,
         check: impl FnOnce(&ShipmentRecord) -> Result<(), Refusal>,
@@ -338,7 +328,7 @@ impl Store {
         let Some(record) = fetch_by_code(&mut tx, code).await? else {
             return Ok(Change::NotFound);
         };
-        if !Actor::Merchant(merchant_id).may_see(&record) {
+        if !may_see(Actor::Merchant(merchant_id), &record) {
             return Ok(Change::Refused(Refusal::Forbidden));
         }
         if let Err(refusal) = check(&record) {
@@ -393,7 +383,7 @@ impl AtCommit for NewRow {
             q = q
                 .bind(code.as_str())
                 .bind(r.merchant_id)
-                .bind(new.courier_company_id)
+                .bind(new.courier_company_id.get())
                 .bind(new.description.as_deref())
                 .bind(new.weight_kg.map(|w| w.to_string()))
                 .bind(new.dimensions.as_deref())
@@ -504,7 +494,7 @@ async fn change(
         let Some(record) = fetch_by_code(tx, &code).await? else {
             return Ok(Change::NotFound);
         };
-        if !actor.may_see(&record) {
+        if !may_see(actor, &record) {
             return Ok(Change::Refused(Refusal::Forbidden));
         }
         let (id, merchant_id, read_version) = (record.id, record.merchant_id, record.version);

@@ -2,6 +2,7 @@
 //! history, and the merchant's shipment signing key.
 
 use chrono::{DateTime, Utc};
+use shipment_sdk::model::{MerchantId, WebhookId};
 
 use super::{Store, StoreError, Tx, now};
 
@@ -69,13 +70,13 @@ impl Store {
     /// has this URL already.
     pub async fn create_webhook(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         url: &str,
         signing_key_sealed: &str,
     ) -> Result<WebhookInfo, StoreError> {
         Ok(self
             .query(CREATE_WEBHOOK)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(url)
             .bind(signing_key_sealed)
             .bind(now())
@@ -84,24 +85,24 @@ impl Store {
     }
 
     /// The merchant's webhooks, oldest first.
-    pub async fn webhooks(&self, merchant_id: i64) -> Result<Vec<WebhookInfo>, StoreError> {
+    pub async fn webhooks(&self, merchant_id: MerchantId) -> Result<Vec<WebhookInfo>, StoreError> {
         let sql = "SELECT id, url, active, created_at FROM webhooks \
                    WHERE merchant_id = $1 ORDER BY id";
-        Ok(self.query(sql).bind(merchant_id).fetch_all().await?)
+        Ok(self.query(sql).bind(merchant_id.get()).fetch_all().await?)
     }
 
     /// One of the merchant's webhooks.
     pub async fn webhook(
         &self,
-        merchant_id: i64,
-        id: i64,
+        merchant_id: MerchantId,
+        id: WebhookId,
     ) -> Result<Option<WebhookInfo>, StoreError> {
         let sql = "SELECT id, url, active, created_at FROM webhooks \
                    WHERE merchant_id = $1 AND id = $2";
         Ok(self
             .query(sql)
-            .bind(merchant_id)
-            .bind(id)
+            .bind(merchant_id.get())
+            .bind(id.get())
             .fetch_optional()
             .await?)
     }
@@ -109,8 +110,8 @@ impl Store {
     /// Turns a webhook on or off; `None` if the merchant has no such webhook.
     pub async fn set_webhook_active(
         &self,
-        merchant_id: i64,
-        id: i64,
+        merchant_id: MerchantId,
+        id: WebhookId,
         active: bool,
     ) -> Result<Option<WebhookInfo>, StoreError> {
         let sql = "UPDATE webhooks SET active = $1 WHERE merchant_id = $2 AND id = $3 \
@@ -118,28 +119,32 @@ impl Store {
         Ok(self
             .query(sql)
             .bind(active)
-            .bind(merchant_id)
-            .bind(id)
+            .bind(merchant_id.get())
+            .bind(id.get())
             .fetch_optional()
             .await?)
     }
 
     /// Deletes a webhook (its delivery log stays, detached); `false` if the
     /// merchant has no such webhook.
-    pub async fn delete_webhook(&self, merchant_id: i64, id: i64) -> Result<bool, StoreError> {
+    pub async fn delete_webhook(
+        &self,
+        merchant_id: MerchantId,
+        id: WebhookId,
+    ) -> Result<bool, StoreError> {
         let detach = "UPDATE webhook_deliveries SET webhook_id = NULL WHERE webhook_id = $1 \
                       AND merchant_id = $2";
         let delete = "DELETE FROM webhooks WHERE merchant_id = $1 AND id = $2";
         let mut tx = self.begin().await?;
         tx.query(detach)
-            .bind(id)
-            .bind(merchant_id)
+            .bind(id.get())
+            .bind(merchant_id.get())
             .execute()
             .await?;
         let n = tx
             .query(delete)
-            .bind(merchant_id)
-            .bind(id)
+            .bind(merchant_id.get())
+            .bind(id.get())
             .execute()
             .await?;
         tx.commit().await?;
@@ -149,7 +154,7 @@ impl Store {
     /// A page of a webhook's delivery log, newest first, and the total.
     pub async fn webhook_deliveries(
         &self,
-        webhook_id: i64,
+        webhook_id: WebhookId,
         limit: u32,
         offset: u64,
     ) -> Result<(Vec<DeliveryRecord>, u64), StoreError> {
@@ -159,10 +164,10 @@ impl Store {
             delivery_columns!(),
             " FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3"
         );
-        let total: i64 = self.query(count).bind(webhook_id).scalar().await?;
+        let total: i64 = self.query(count).bind(webhook_id.get()).scalar().await?;
         let rows = self
             .query(page)
-            .bind(webhook_id)
+            .bind(webhook_id.get())
             .bind(i64::from(limit))
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
             .fetch_all()
@@ -175,7 +180,7 @@ impl Store {
     /// first, and the total (an index probe: `webhook_deliveries_by_shipment`).
     pub async fn shipment_deliveries(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         code: &str,
         limit: u32,
         offset: u64,
@@ -190,13 +195,13 @@ impl Store {
         );
         let total: i64 = self
             .query(count)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(code)
             .scalar()
             .await?;
         let rows = self
             .query(page)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(code)
             .bind(i64::from(limit))
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
@@ -208,7 +213,7 @@ impl Store {
     /// Creates or replaces the merchant's shipment signing key (sealed).
     pub async fn set_shipment_signing_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
         self.replace_signing_key(SET_SHIPMENT_SIGNING_KEY, merchant_id, sealed)
@@ -220,12 +225,12 @@ impl Store {
     pub(super) async fn replace_signing_key(
         &self,
         upsert: &'static str,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
         let at = now();
         self.query(upsert)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(sealed)
             .bind(at)
             .execute()
@@ -236,11 +241,11 @@ impl Store {
     /// The merchant's sealed shipment signing key, if one was created.
     pub async fn shipment_signing_key(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
     ) -> Result<Option<String>, StoreError> {
         Ok(self
             .query(SHIPMENT_SIGNING_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .scalar_optional()
             .await?)
     }
@@ -251,14 +256,14 @@ impl Tx {
     /// The merchant's webhook of this (normalised) URL, with its sealed key.
     pub async fn webhook_by_url(
         &mut self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         url: &str,
     ) -> Result<Option<SealedWebhook>, StoreError> {
         let sql = "SELECT id, active, signing_key_encrypted FROM webhooks \
                    WHERE merchant_id = $1 AND url = $2";
         Ok(self
             .query(sql)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(url)
             .fetch_optional()
             .await?)
@@ -267,13 +272,13 @@ impl Tx {
     /// Registers a webhook, as [`Store::create_webhook`] does.
     pub async fn create_webhook(
         &mut self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         url: &str,
         signing_key_sealed: &str,
     ) -> Result<WebhookInfo, StoreError> {
         Ok(self
             .query(CREATE_WEBHOOK)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(url)
             .bind(signing_key_sealed)
             .bind(now())
@@ -284,11 +289,11 @@ impl Tx {
     /// The merchant's sealed shipment signing key, if one was created.
     pub async fn shipment_signing_key(
         &mut self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
     ) -> Result<Option<String>, StoreError> {
         Ok(self
             .query(SHIPMENT_SIGNING_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .scalar_optional()
             .await?)
     }
@@ -296,11 +301,11 @@ impl Tx {
     /// Creates or replaces the merchant's shipment signing key (sealed).
     pub async fn set_shipment_signing_key(
         &mut self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<(), StoreError> {
         self.query(SET_SHIPMENT_SIGNING_KEY)
-            .bind(merchant_id)
+            .bind(merchant_id.get())
             .bind(sealed)
             .bind(now())
             .execute()

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use shipment_sdk::model::MerchantId;
 use tokio::sync::{broadcast, watch};
 
 use crate::store::Store;
@@ -32,7 +33,7 @@ pub(crate) enum News {
     Change(Arc<ListenerRow>),
     /// The merchant's listener signing key was replaced: its listeners are
     /// disconnected, and sign with the new key once they reconnect.
-    KeyRotated(i64),
+    KeyRotated(MerchantId),
     /// A credential stopped working: the streams it opened end.
     Revoked(Credential),
 }
@@ -64,7 +65,7 @@ pub struct Listeners {
 struct Hub {
     news: broadcast::Sender<News>,
     /// Listeners connected per merchant.
-    connected: Mutex<HashMap<i64, usize>>,
+    connected: Mutex<HashMap<MerchantId, usize>>,
     /// Turns true when the server stops: every stream ends, so a graceful
     /// shutdown does not wait for them.
     closed: watch::Sender<bool>,
@@ -110,7 +111,7 @@ impl Listeners {
     }
 
     /// Disconnects the merchant's listeners after its key was replaced.
-    pub fn key_rotated(&self, merchant_id: i64) {
+    pub fn key_rotated(&self, merchant_id: MerchantId) {
         let _ = self.inner.news.send(News::KeyRotated(merchant_id));
     }
 
@@ -131,7 +132,7 @@ impl Listeners {
     }
 
     /// Listeners connected for the merchant.
-    pub fn connected(&self, merchant_id: i64) -> usize {
+    pub fn connected(&self, merchant_id: MerchantId) -> usize {
         let connected = self.lock();
         connected.get(&merchant_id).copied().unwrap_or(0)
     }
@@ -140,7 +141,7 @@ impl Listeners {
     /// every change published from now on.
     pub(crate) fn subscribe(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         credential: Credential,
     ) -> Result<Subscription, TooManyListeners> {
         {
@@ -160,7 +161,7 @@ impl Listeners {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MerchantId, usize>> {
         self.inner
             .connected
             .lock()
@@ -250,7 +251,7 @@ pub async fn relay(
 pub(crate) struct Subscription {
     news: broadcast::Receiver<News>,
     closed: watch::Receiver<bool>,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     credential: Credential,
     hub: Arc<Hub>,
 }
@@ -270,13 +271,15 @@ impl Subscription {
                 _ = self.closed.changed() => return None,
             };
             match news {
-                Ok(News::Change(row)) if row.merchant_id == self.merchant_id => return Some(row),
+                Ok(News::Change(row)) if row.merchant_id == self.merchant_id.get() => {
+                    return Some(row);
+                }
                 Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => return None,
                 Ok(News::Revoked(credential)) if credential == self.credential => return None,
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::info!(
-                        merchant_id = self.merchant_id,
+                        merchant_id = self.merchant_id.get(),
                         missed,
                         "a listener fell behind and is disconnected; it resumes with Last-Event-ID"
                     );
@@ -307,11 +310,13 @@ impl Drop for Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::SessionId;
+    use shipment_sdk::model::ApiKeyId;
 
-    fn row(id: i64, merchant_id: i64) -> ListenerRow {
+    fn row(id: i64, merchant: MerchantId) -> ListenerRow {
         ListenerRow {
             id,
-            merchant_id,
+            merchant_id: merchant.get(),
             shipment_code: format!("SHP-{id}"),
             version: 1,
             payload: "{}".into(),
@@ -321,10 +326,20 @@ mod tests {
     #[tokio::test]
     async fn each_listener_gets_every_change_of_its_merchant_only() {
         let hub = Listeners::new();
-        let mut a = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
-        let mut b = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
-        let mut other = hub.subscribe(2, Credential::ApiKey(2)).unwrap();
-        hub.publish([row(10, 1), row(11, 2), row(12, 1)]);
+        let mut a = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+            .unwrap();
+        let mut b = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+            .unwrap();
+        let mut other = hub
+            .subscribe(MerchantId::new(2), Credential::ApiKey(ApiKeyId::new(2)))
+            .unwrap();
+        hub.publish([
+            row(10, MerchantId::new(1)),
+            row(11, MerchantId::new(2)),
+            row(12, MerchantId::new(1)),
+        ]);
         for listener in [&mut a, &mut b] {
             assert_eq!(listener.next().await.unwrap().id, 10);
             assert_eq!(listener.next().await.unwrap().id, 12);
@@ -336,30 +351,49 @@ mod tests {
     async fn the_limit_per_merchant_counts_connected_listeners() {
         let hub = Listeners::new();
         let mut held: Vec<_> = (0..MAX_LISTENERS_PER_MERCHANT)
-            .map(|_| hub.subscribe(1, Credential::ApiKey(1)).unwrap())
+            .map(|_| {
+                hub.subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+                    .unwrap()
+            })
             .collect();
-        assert!(hub.subscribe(1, Credential::ApiKey(1)).is_err());
         assert!(
-            hub.subscribe(2, Credential::ApiKey(2)).is_ok(),
+            hub.subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+                .is_err()
+        );
+        assert!(
+            hub.subscribe(MerchantId::new(2), Credential::ApiKey(ApiKeyId::new(2)))
+                .is_ok(),
             "another merchant has its own count"
         );
         held.pop();
-        assert_eq!(hub.connected(1), MAX_LISTENERS_PER_MERCHANT - 1);
-        assert!(hub.subscribe(1, Credential::ApiKey(1)).is_ok());
+        assert_eq!(
+            hub.connected(MerchantId::new(1)),
+            MAX_LISTENERS_PER_MERCHANT - 1
+        );
+        assert!(
+            hub.subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+                .is_ok()
+        );
     }
 
     #[tokio::test]
     async fn streams_end_on_close_on_rotation_and_when_behind() {
         let hub = Listeners::new();
-        let mut rotated = hub.subscribe(1, Credential::ApiKey(1)).unwrap();
-        let mut untouched = hub.subscribe(2, Credential::ApiKey(2)).unwrap();
-        hub.key_rotated(1);
-        hub.publish([row(1, 2)]);
+        let mut rotated = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+            .unwrap();
+        let mut untouched = hub
+            .subscribe(MerchantId::new(2), Credential::ApiKey(ApiKeyId::new(2)))
+            .unwrap();
+        hub.key_rotated(MerchantId::new(1));
+        hub.publish([row(1, MerchantId::new(2))]);
         assert!(rotated.next().await.is_none());
         assert_eq!(untouched.next().await.unwrap().id, 1);
 
-        let mut behind = hub.subscribe(3, Credential::ApiKey(3)).unwrap();
-        hub.publish((0..=i64::try_from(BUFFER).unwrap()).map(|id| row(id, 3)));
+        let mut behind = hub
+            .subscribe(MerchantId::new(3), Credential::ApiKey(ApiKeyId::new(3)))
+            .unwrap();
+        hub.publish((0..=i64::try_from(BUFFER).unwrap()).map(|id| row(id, MerchantId::new(3))));
         assert!(behind.next().await.is_none(), "a lagging listener is ended");
 
         hub.close();
@@ -369,11 +403,17 @@ mod tests {
     #[tokio::test]
     async fn a_revoked_credential_ends_the_streams_it_opened_only() {
         let hub = Listeners::new();
-        let mut by_key = hub.subscribe(1, Credential::ApiKey(5)).unwrap();
-        let mut by_other_key = hub.subscribe(1, Credential::ApiKey(6)).unwrap();
-        let mut by_session = hub.subscribe(1, Credential::Session(5)).unwrap();
+        let mut by_key = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(5)))
+            .unwrap();
+        let mut by_other_key = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(6)))
+            .unwrap();
+        let mut by_session = hub
+            .subscribe(MerchantId::new(1), Credential::Session(SessionId::new(5)))
+            .unwrap();
         hub.revoked(Revoked::announced("api_key:5").unwrap());
-        hub.publish([row(1, 1)]);
+        hub.publish([row(1, MerchantId::new(1))]);
         assert!(by_key.next().await.is_none());
         assert_eq!(by_other_key.next().await.unwrap().id, 1);
         assert_eq!(

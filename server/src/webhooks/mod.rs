@@ -9,9 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shipment_sdk::model::MerchantId;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 
+use crate::domain::ids::EventId;
 use crate::domain::sealed::DataKey;
 use crate::store::outbox::{Attempt, OutboxRow, Target};
 use crate::store::{Store, StoreError};
@@ -118,7 +120,7 @@ pub enum ClientError {
 pub(crate) trait Duplicates: Send + Sync {
     /// Whether the next delivery of this merchant is to be sent twice;
     /// takes one from the count if so.
-    fn take_duplicate(&self, merchant_id: i64) -> bool;
+    fn take_duplicate(&self, merchant_id: MerchantId) -> bool;
 }
 
 struct Inner {
@@ -225,7 +227,7 @@ impl Dispatcher {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let settings = &self.inner.settings;
         let mut running: JoinSet<()> = JoinSet::new();
-        let mut in_flight: HashMap<tokio::task::Id, i64> = HashMap::new();
+        let mut in_flight: HashMap<tokio::task::Id, EventId> = HashMap::new();
         // A claim failed, and may have committed all the same: its rows are
         // this worker's, and nobody delivers them (`Store::release_outbox`).
         let mut release_owed = false;
@@ -237,7 +239,7 @@ impl Dispatcher {
                 in_flight.remove(&task_of(joined));
             }
             if release_owed {
-                let keep: Vec<i64> = in_flight.values().copied().collect();
+                let keep: Vec<EventId> = in_flight.values().copied().collect();
                 let store = &self.inner.store;
                 if let Ok(released) = store.release_outbox(&self.inner.worker, &keep).await {
                     release_owed = false;
@@ -257,10 +259,10 @@ impl Dispatcher {
                     Ok(batch) => {
                         claimed = batch.len();
                         for (row, targets) in batch {
-                            if in_flight.values().any(|&id| id == row.id) {
+                            let id = EventId::new(row.id);
+                            if in_flight.values().any(|&held| held == id) {
                                 continue;
                             }
-                            let id = row.id;
                             let delivery =
                                 self.clone().deliver_row_logged(row, targets, stop.clone());
                             let task = running.spawn(delivery);
@@ -393,7 +395,7 @@ impl Dispatcher {
                     }
                     Some(Err(e)) => tracing::error!(error = %e, "outbox: a delivery task failed"),
                 },
-                _ = renew.tick() => match store.renew_outbox(row.id, worker, self.lease()).await {
+                _ = renew.tick() => match store.renew_outbox(EventId::new(row.id), worker, self.lease()).await {
                     Ok(true) => claimed_until = Instant::now() + self.inner.settings.lease,
                     // Sending on: this process's attempts are logged, and
                     // the receiver spots a repeat by its delivery id.
@@ -465,7 +467,7 @@ impl Dispatcher {
             .inner
             .test_controls
             .as_ref()
-            .is_some_and(|c| c.take_duplicate(row.merchant_id));
+            .is_some_and(|c| c.take_duplicate(MerchantId::new(row.merchant_id)));
         let started = Instant::now();
         let outcome = self.try_send(row, target).await;
         let elapsed = started.elapsed();

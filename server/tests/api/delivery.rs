@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::MerchantId;
 use shipment_server::domain::sealed::DataKey;
 use shipment_server::webhooks::{DispatchSettings, Dispatcher};
 
@@ -448,13 +449,17 @@ async fn private_targets_are_refused_again_when_connecting() {
         .to_owned();
     let by_name = app
         .store
-        .create_webhook(f.merchant_id, &receiver.url, &key.seal("whsec_a"))
+        .create_webhook(
+            MerchantId::new(f.merchant_id),
+            &receiver.url,
+            &key.seal("whsec_a"),
+        )
         .await
         .unwrap();
     let by_address = app
         .store
         .create_webhook(
-            f.merchant_id,
+            MerchantId::new(f.merchant_id),
             &format!("https://127.0.0.1:{port}/hook"),
             &key.seal("whsec_b"),
         )

@@ -3,6 +3,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::MerchantId;
 
 use shipment_testkit::{TestApp, assert_problem, db_tests, send};
 
@@ -105,7 +106,7 @@ async fn a_key_of_the_other_environment_is_401(app: &TestApp) {
     let live = app
         .store
         .create_api_key(
-            f.merchant_id,
+            MerchantId::new(f.merchant_id),
             "live",
             shipment_server::domain::keys::Environment::Production,
         )

@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::{CourierId, MerchantId};
 use shipment_server::admin::AdminCommand;
 use shipment_server::domain::keys::Environment;
 use shipment_server::{Application, Config};
@@ -246,7 +247,7 @@ async fn json_bodies_are_read_strictly(app: &TestApp) {
     // A key named twice: a proxy may read the first, serde the last.
     let other_courier = app.store.create_courier("Other", 100, 0, 0).await.unwrap();
     app.store
-        .link_courier(f.merchant_id, other_courier)
+        .link_courier(MerchantId::new(f.merchant_id), other_courier)
         .await
         .unwrap();
     let body = format!(
@@ -570,7 +571,7 @@ async fn admin_commands_refuse_control_characters_in_what_they_store(app: &TestA
         (
             "--name",
             AdminCommand::CreateApiKey {
-                merchant_id: f.merchant_id,
+                merchant_id: MerchantId::new(f.merchant_id),
                 name: format!("ci{TERMINAL_ATTACK}"),
             },
         ),
@@ -586,7 +587,7 @@ async fn admin_commands_refuse_control_characters_in_what_they_store(app: &TestA
         (
             "--name",
             AdminCommand::CreateDriver {
-                courier_id: f.courier_id,
+                courier_id: CourierId::new(f.courier_id),
                 name: format!("Eve{TERMINAL_ATTACK}"),
             },
         ),

@@ -122,3 +122,71 @@ fn no_module_names_one_of_its_level_or_above() {
         offences.join("\n")
     );
 }
+
+/// Whether `line` declares an id as a bare integer (`merchant_id: i64`,
+/// `webhook_id: Option<i64>`), outside comments.
+fn bare_id(line: &str) -> bool {
+    let code = line.split("//").next().unwrap_or("");
+    code.contains("_id: i64") || code.contains("_id: Option<i64>")
+}
+
+/// Ids are types past the edge (`MerchantId`, `WebhookId`, …, and the
+/// server's own in `domain::ids`), so a webhook id passed where a merchant
+/// id belongs does not compile. Only the store's row structs (what sqlx
+/// reads and writes) and its private helpers hold the raw `i64`: outside
+/// `src/store` no field or parameter does, and no store function callable
+/// from outside the store takes one.
+#[test]
+fn ids_are_typed_above_the_store_rows() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let store = src.join("store");
+    // Store functions that may take a raw id: `enqueue` is given a row's
+    // ids by the store's own writers, and a key's id in `touch_key` is of
+    // either kind (`KeyOwner::key_id`, as the row holds it).
+    let allowed = ["fn enqueue(", "fn touch_key("];
+    let mut offences = Vec::new();
+    for file in sources(&src) {
+        let text = std::fs::read_to_string(&file).expect("a source file reads");
+        let shown = file
+            .strip_prefix(&src)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        if !file.starts_with(&store) {
+            for (n, line) in text.lines().enumerate() {
+                if bare_id(line) {
+                    offences.push(format!("{shown}:{}: {}", n + 1, line.trim()));
+                }
+            }
+            continue;
+        }
+        if file.starts_with(store.join("tests")) {
+            continue;
+        }
+        // In the store: the signatures of functions visible outside it.
+        let mut signature: Option<&str> = None;
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("").trim();
+            if signature.is_none()
+                && (code.starts_with("pub fn")
+                    || code.starts_with("pub async fn")
+                    || code.starts_with("pub(crate) fn")
+                    || code.starts_with("pub(crate) async fn"))
+            {
+                signature = Some(code);
+            }
+            let Some(start) = signature else { continue };
+            if bare_id(line) && !allowed.iter().any(|a| start.contains(a)) {
+                offences.push(format!("{shown}:{}: {}", n + 1, line.trim()));
+            }
+            if code.ends_with('{') || code.ends_with(';') {
+                signature = None;
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "ids as bare integers above the store's rows (use the id types):\n{}",
+        offences.join("\n")
+    );
+}

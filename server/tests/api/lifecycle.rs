@@ -2,6 +2,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::CourierId;
 
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
@@ -129,7 +130,7 @@ async fn a_driver_can_be_reassigned_and_unassigned(app: &TestApp) {
     let f = app.fixture().await;
     let second = app
         .store
-        .create_driver(f.courier_id, "Grace")
+        .create_driver(CourierId::new(f.courier_id), "Grace")
         .await
         .unwrap();
     let code = code_of(app, &f).await;

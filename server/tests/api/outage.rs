@@ -236,7 +236,7 @@ impl Server {
             .unwrap();
         let courier = s.create_courier("Swift", 500, 150, 10).await.unwrap();
         s.link_courier(merchant, courier).await.unwrap();
-        (key.key.expose().to_owned(), courier, merchant)
+        (key.key.expose().to_owned(), courier.get(), merchant.get())
     }
 
     async fn stop(mut self) {

@@ -112,7 +112,7 @@ async fn cast(store: &Store, data_key: &DataKey, url: &str) -> Cast {
         key: key.key.expose().to_owned(),
         courier_key: courier_key.key.expose().to_owned(),
         driver_id: driver.id,
-        courier_id,
+        courier_id: courier_id.get(),
     }
 }
 

@@ -18,6 +18,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::{DeliveryId, MerchantId, WebhookId};
 use shipment_server::domain::sealed::DataKey;
 use shipment_server::store::outbox::{BulkRedelivery, Redelivery, RedeliveryBudget};
 use shipment_server::webhooks::{DispatchSettings, Dispatcher};
@@ -749,8 +750,16 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     assert_eq!(drain(&app, &key).await, 4);
     let store = &app.store;
     let budget = RedeliveryBudget::default();
-    let bulk =
-        |limit| store.redeliver_failures(f.merchant_id, hook, since, Utc::now(), limit, budget);
+    let bulk = |limit| {
+        store.redeliver_failures(
+            MerchantId::new(f.merchant_id),
+            WebhookId::new(hook),
+            since,
+            Utc::now(),
+            limit,
+            budget,
+        )
+    };
     // Cut by the limit of one call, not by the budget: no wait to tell.
     let queued = |queued, truncated| BulkRedelivery::Queued {
         queued,
@@ -766,8 +775,14 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     assert_eq!(bulk(3).await.unwrap(), queued(0, false));
     // Another merchant's call for this webhook queues nothing.
     let stranger = app.fixture().await;
-    let theirs =
-        store.redeliver_failures(stranger.merchant_id, hook, since, Utc::now(), 10, budget);
+    let theirs = store.redeliver_failures(
+        MerchantId::new(stranger.merchant_id),
+        WebhookId::new(hook),
+        since,
+        Utc::now(),
+        10,
+        budget,
+    );
     assert_eq!(theirs.await.unwrap(), queued(0, false));
 
     // Each is sent (and fails again), naming the failure it repeats.
@@ -831,7 +846,12 @@ async fn a_redelivery_to_a_deleted_webhook_is_finished_unsent(db: Db) {
     // Queued, then the webhook goes before the dispatcher gets to it.
     let queued = app
         .store
-        .redeliver(f.merchant_id, hook, delivery, RedeliveryBudget::default())
+        .redeliver(
+            MerchantId::new(f.merchant_id),
+            WebhookId::new(hook),
+            DeliveryId::new(delivery),
+            RedeliveryBudget::default(),
+        )
         .await
         .unwrap();
     assert!(matches!(queued, Redelivery::Queued(_)), "{queued:?}");

@@ -2,6 +2,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::{CourierId, MerchantId};
 use shipment_server::Config;
 
 use shipment_testkit::{TestApp, assert_problem, db_tests, send};
@@ -93,13 +94,16 @@ async fn a_new_link_counts_at_once_and_a_price_edited_by_hand_within_a_second(ap
     let refused = send(create()).await;
     assert_problem(&refused, 400, "invalid_field");
 
-    app.store.link_courier(f.merchant_id, later).await.unwrap();
+    app.store
+        .link_courier(MerchantId::new(f.merchant_id), later)
+        .await
+        .unwrap();
     let (status, s) = send(create()).await;
     assert_eq!(status, StatusCode::CREATED, "{s}");
     assert_eq!(s["total_fee"], 1.0);
 
     let sql = "UPDATE courier_companies SET base_fee_minor = 250 WHERE id = $1";
-    crate::execute(&app.store, sql, later).await;
+    crate::execute(&app.store, sql, later.get()).await;
     tokio::time::sleep(shipment_server::PRICING_MEMORY_TTL + std::time::Duration::from_millis(50))
         .await;
     let (status, s) = send(create()).await;
@@ -339,7 +343,7 @@ async fn list_filters_by_status_courier_and_dates(app: &TestApp) {
     assert_eq!(s, StatusCode::OK);
     let other_courier = app.store.create_courier("Other", 100, 0, 0).await.unwrap();
     app.store
-        .link_courier(f.merchant_id, other_courier)
+        .link_courier(MerchantId::new(f.merchant_id), other_courier)
         .await
         .unwrap();
     let third = app
@@ -523,7 +527,10 @@ async fn list_totals_stay_exact_through_every_change(app: &TestApp) {
     app.create_default(&other).await;
     // A second courier company of the merchant, which `other` uses too.
     app.store
-        .link_courier(f.merchant_id, other.courier_id)
+        .link_courier(
+            MerchantId::new(f.merchant_id),
+            CourierId::new(other.courier_id),
+        )
         .await
         .unwrap();
     for _ in 0..2 {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::MerchantId;
 
 use crate::receiver::{Received, Receiver};
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
@@ -229,7 +230,7 @@ async fn advance_adds_a_test_driver_when_the_courier_has_none(app: &TestApp) {
         .await
         .unwrap();
     app.store
-        .link_courier(f.merchant_id, courier)
+        .link_courier(MerchantId::new(f.merchant_id), courier)
         .await
         .unwrap();
     let created = app.create(&f, json!({"courier_company_id": courier})).await;

@@ -1,6 +1,7 @@
 //! `client.couriers()` against the real reference server, on SQLite and
 //! PostgreSQL: the linked courier companies, and only those.
 
+use shipment_sdk::model::MerchantId;
 use shipment_testkit::{TestApp, db_tests};
 
 use crate::dec;
@@ -34,7 +35,7 @@ async fn couriers_lists_the_linked_companies(server: &TestApp) {
         .unwrap();
     server
         .store
-        .link_courier(f.merchant_id, second)
+        .link_courier(MerchantId::new(f.merchant_id), second)
         .await
         .unwrap();
     let ids: Vec<i64> = client
@@ -45,5 +46,5 @@ async fn couriers_lists_the_linked_companies(server: &TestApp) {
         .iter()
         .map(|c| c.id.get())
         .collect();
-    assert_eq!(ids, [f.courier_id, second]);
+    assert_eq!(ids, [f.courier_id, second.get()]);
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use shipment_sdk::model::{DriverId, Shipment, ShipmentCode, Status};
+use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
 use super::{AppState, Error, couriers, shipments};
 use crate::domain::FieldError;
@@ -230,8 +230,8 @@ pub struct TestControls {
 
 #[derive(Debug, Default)]
 struct Armed {
-    faults: HashMap<i64, Vec<Fault>>,
-    duplicates: HashMap<i64, u32>,
+    faults: HashMap<MerchantId, Vec<Fault>>,
+    duplicates: HashMap<MerchantId, u32>,
 }
 
 impl TestControls {
@@ -252,7 +252,7 @@ impl TestControls {
     /// the request's connection can be dropped (`can_drop`).
     pub fn take_fault(
         &self,
-        merchant_id: i64,
+        merchant_id: MerchantId,
         method: &str,
         template: Option<&str>,
         path: &str,
@@ -276,7 +276,7 @@ impl TestControls {
         Some(action)
     }
 
-    fn arm(&self, merchant_id: i64, mut fault: Fault) -> Result<Fault> {
+    fn arm(&self, merchant_id: MerchantId, mut fault: Fault) -> Result<Fault> {
         let mut armed = self.armed();
         let faults = armed.faults.entry(merchant_id).or_default();
         if faults.len() >= MAX_FAULTS {
@@ -288,13 +288,13 @@ impl TestControls {
         Ok(fault)
     }
 
-    fn disarm(&self, merchant_id: i64) {
+    fn disarm(&self, merchant_id: MerchantId) {
         if let Some(faults) = self.armed().faults.remove(&merchant_id) {
             self.faults_armed.fetch_sub(faults.len(), Ordering::AcqRel);
         }
     }
 
-    fn set_duplicates(&self, merchant_id: i64, times: u32) {
+    fn set_duplicates(&self, merchant_id: MerchantId, times: u32) {
         let mut armed = self.armed();
         let before = if times == 0 {
             armed.duplicates.remove(&merchant_id)
@@ -310,7 +310,7 @@ impl TestControls {
     /// Whether the next delivery of this merchant is to be sent twice;
     /// takes one from the count if so (asked by the dispatcher, through
     /// [`crate::webhooks::Duplicates`]).
-    pub fn take_duplicate(&self, merchant_id: i64) -> bool {
+    pub fn take_duplicate(&self, merchant_id: MerchantId) -> bool {
         if self.duplicates_armed.load(Ordering::Acquire) == 0 {
             return false;
         }
@@ -332,14 +332,18 @@ fn controls(state: &AppState) -> Result<&TestControls> {
 }
 
 /// Checks a fault's body and arms it for the merchant.
-pub async fn arm_fault(state: &AppState, merchant_id: i64, request: ArmFault) -> Result<Fault> {
+pub async fn arm_fault(
+    state: &AppState,
+    merchant_id: MerchantId,
+    request: ArmFault,
+) -> Result<Fault> {
     let controls = controls(state)?;
     let fault = parse_fault(request)?;
     controls.arm(merchant_id, fault)
 }
 
 /// Disarms every fault of the merchant.
-pub async fn disarm_faults(state: &AppState, merchant_id: i64) -> Result<()> {
+pub async fn disarm_faults(state: &AppState, merchant_id: MerchantId) -> Result<()> {
     controls(state)?.disarm(merchant_id);
     Ok(())
 }
@@ -347,7 +351,7 @@ pub async fn disarm_faults(state: &AppState, merchant_id: i64) -> Result<()> {
 /// Sends each of the merchant's next `times` deliveries twice.
 pub async fn duplicate_deliveries(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     request: DuplicateDeliveries,
 ) -> Result<DuplicateDeliveries> {
     let controls = controls(state)?;
@@ -474,7 +478,7 @@ fn parse_fault(r: ArmFault) -> Result<Fault, FieldError> {
 /// [`FAILURE_REASON`]. Already there: the shipment, unchanged.
 pub async fn advance_shipment(
     state: &AppState,
-    merchant_id: i64,
+    merchant_id: MerchantId,
     code: &ShipmentCode,
     to: &Status,
 ) -> Result<Shipment> {
@@ -508,7 +512,7 @@ pub async fn advance_shipment(
             reachable,
         });
     };
-    let courier_id = shipment.courier_company_id.get();
+    let courier_id = shipment.courier_company_id;
     for op in steps {
         shipment = match op {
             Operation::AssignDriver => {
@@ -539,17 +543,17 @@ pub async fn advance_shipment(
 }
 
 /// The courier company's first driver, made if it has none.
-async fn first_driver(state: &AppState, courier_id: i64) -> Result<DriverId> {
+async fn first_driver(state: &AppState, courier_id: CourierId) -> Result<DriverId> {
     let drivers = couriers::list_drivers(state, courier_id).await?;
     let driver = match drivers.into_iter().next() {
         Some(driver) => driver,
         None => couriers::create_driver(state, courier_id, TEST_DRIVER).await?,
     };
-    Ok(DriverId::new(driver.id))
+    Ok(driver.id)
 }
 
 impl crate::webhooks::Duplicates for TestControls {
-    fn take_duplicate(&self, merchant_id: i64) -> bool {
+    fn take_duplicate(&self, merchant_id: MerchantId) -> bool {
         TestControls::take_duplicate(self, merchant_id)
     }
 }

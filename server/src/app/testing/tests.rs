@@ -97,7 +97,7 @@ fn faults_match_by_template_or_path_and_are_used_up() {
     assert!(!controls.any_faults());
     let armed = controls
         .arm(
-            7,
+            MerchantId::new(7),
             fault(
                 serde_json::json!({"method": "GET", "path": "/shipments/{code}", "status": 500, "times": 2}),
             ),
@@ -110,12 +110,12 @@ fn faults_match_by_template_or_path_and_are_used_up() {
     };
     let get = Some("/shipments/{code}");
     assert_eq!(
-        take(8, "GET", get, "/shipments/SHP-1"),
+        take(MerchantId::new(8), "GET", get, "/shipments/SHP-1"),
         None,
         "other merchant"
     );
     assert_eq!(
-        take(7, "POST", get, "/shipments/SHP-1"),
+        take(MerchantId::new(7), "POST", get, "/shipments/SHP-1"),
         None,
         "other method"
     );
@@ -123,51 +123,64 @@ fn faults_match_by_template_or_path_and_are_used_up() {
         status: 500,
         retry_after: None,
     });
-    assert_eq!(take(7, "GET", get, "/shipments/SHP-1"), answer);
-    assert_eq!(take(7, "GET", get, "/shipments/SHP-2"), answer);
-    assert_eq!(take(7, "GET", get, "/shipments/SHP-3"), None, "used up");
+    assert_eq!(
+        take(MerchantId::new(7), "GET", get, "/shipments/SHP-1"),
+        answer
+    );
+    assert_eq!(
+        take(MerchantId::new(7), "GET", get, "/shipments/SHP-2"),
+        answer
+    );
+    assert_eq!(
+        take(MerchantId::new(7), "GET", get, "/shipments/SHP-3"),
+        None,
+        "used up"
+    );
     assert!(!controls.any_faults());
 
     // A concrete path, and a drop only where the connection can drop.
     controls
         .arm(
-            7,
+            MerchantId::new(7),
             fault(
                 serde_json::json!({"method": "GET", "path": "/shipments/SHP-1", "drop_connection": true}),
             ),
         )
         .unwrap();
     assert_eq!(
-        controls.take_fault(7, "GET", get, "/shipments/SHP-1", false),
+        controls.take_fault(MerchantId::new(7), "GET", get, "/shipments/SHP-1", false),
         None
     );
-    assert_eq!(take(7, "GET", get, "/shipments/SHP-2"), None);
     assert_eq!(
-        take(7, "GET", get, "/shipments/SHP-1"),
+        take(MerchantId::new(7), "GET", get, "/shipments/SHP-2"),
+        None
+    );
+    assert_eq!(
+        take(MerchantId::new(7), "GET", get, "/shipments/SHP-1"),
         Some(FaultAction::DropConnection)
     );
     controls
         .arm(
-            7,
+            MerchantId::new(7),
             fault(serde_json::json!({"method": "GET", "path": "/x", "delay_ms": 5})),
         )
         .unwrap();
-    controls.disarm(7);
+    controls.disarm(MerchantId::new(7));
     assert!(!controls.any_faults());
 }
 
 #[test]
 fn duplicates_are_counted_per_merchant() {
     let controls = TestControls::default();
-    assert!(!controls.take_duplicate(1));
-    controls.set_duplicates(1, 2);
-    assert!(!controls.take_duplicate(2));
-    assert!(controls.take_duplicate(1));
-    controls.set_duplicates(1, 1);
-    assert!(controls.take_duplicate(1));
-    assert!(!controls.take_duplicate(1));
-    controls.set_duplicates(1, 5);
-    controls.set_duplicates(1, 0);
-    assert!(!controls.take_duplicate(1));
+    assert!(!controls.take_duplicate(MerchantId::new(1)));
+    controls.set_duplicates(MerchantId::new(1), 2);
+    assert!(!controls.take_duplicate(MerchantId::new(2)));
+    assert!(controls.take_duplicate(MerchantId::new(1)));
+    controls.set_duplicates(MerchantId::new(1), 1);
+    assert!(controls.take_duplicate(MerchantId::new(1)));
+    assert!(!controls.take_duplicate(MerchantId::new(1)));
+    controls.set_duplicates(MerchantId::new(1), 5);
+    controls.set_duplicates(MerchantId::new(1), 0);
+    assert!(!controls.take_duplicate(MerchantId::new(1)));
     assert_eq!(controls.duplicates_armed.load(Ordering::Relaxed), 0);
 }

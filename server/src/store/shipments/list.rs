@@ -211,9 +211,7 @@ where
 
 /// The merchant or courier company whose shipments these are.
 fn owner(actor: Actor) -> i64 {
-    match actor {
-        Actor::Merchant(id) | Actor::Courier(id) => id,
-    }
+    actor.raw_id()
 }
 
 /// Appends the `WHERE` clause: the actor's own shipments, and each filter
@@ -234,7 +232,7 @@ where
         b.push(" AND status = ").push_bind(s.as_str().to_owned());
     }
     if let Some(c) = q.courier_company_id {
-        b.push(" AND courier_company_id = ").push_bind(c);
+        b.push(" AND courier_company_id = ").push_bind(c.get());
     }
     if let Some(t) = q.created_after {
         b.push(" AND created_at >= ").push_bind(t);

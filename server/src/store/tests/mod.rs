@@ -5,6 +5,8 @@
 
 use std::mem::discriminant;
 
+use shipment_sdk::model::{CourierId, MerchantId};
+
 use super::{PoolSettings, Store, StoreError, now, unique_violation};
 
 mod outbox;
@@ -100,7 +102,11 @@ async fn each_duplicate_is_named(store: &Store) {
     ];
     for (sql, (constraint, _, expected)) in inserts.into_iter().zip(constraints()) {
         let insert = || async {
-            let q = store.query(sql).bind(merchant).bind(courier).bind(at);
+            let q = store
+                .query(sql)
+                .bind(merchant.get())
+                .bind(courier.get())
+                .bind(at);
             q.execute().await.map_err(StoreError::from)
         };
         // The merchant is there already.
@@ -114,7 +120,7 @@ async fn each_duplicate_is_named(store: &Store) {
 }
 
 /// A merchant and a courier company, for checks that need their ids.
-async fn shop(store: &Store) -> (i64, i64) {
+async fn shop(store: &Store) -> (MerchantId, CourierId) {
     let merchant = store
         .create_merchant("Shop", "shop@example.com", "x")
         .await
@@ -127,7 +133,7 @@ async fn shop(store: &Store) -> (i64, i64) {
 /// no outbox row); its id.
 async fn raw_shipment(
     store: &Store,
-    (merchant, courier): (i64, i64),
+    (merchant, courier): (MerchantId, CourierId),
     code: &str,
     webhook_url: Option<&str>,
 ) -> i64 {
@@ -135,7 +141,11 @@ async fn raw_shipment(
                total_fee_minor, webhook_url, version, created_at, updated_at) \
                VALUES ($1, $2, $3, 'assigned_to_courier', '[]', 0, $4, 1, $5, $5) \
                RETURNING id";
-    let q = store.query(sql).bind(code).bind(merchant).bind(courier);
+    let q = store
+        .query(sql)
+        .bind(code)
+        .bind(merchant.get())
+        .bind(courier.get());
     q.bind(webhook_url).bind(now()).scalar().await.unwrap()
 }
 
@@ -322,8 +332,9 @@ async fn each_engine_reads_only_the_rows_of_a_page_not_held() {
 /// reads only the others (`shipments::list`), newest first either way; a
 /// caller that answers for fewer rows holds none of the rest.
 async fn a_page_reads_only_the_rows_not_held(store: &Store) {
+    use crate::domain::actor::Actor;
     use crate::domain::list_query::ListQuery;
-    use crate::store::shipments::{Actor, PageRow, RowVersion};
+    use crate::store::shipments::{PageRow, RowVersion};
     let shop = shop(store).await;
     let mut ids = Vec::new();
     for i in 0..5 {
@@ -451,8 +462,9 @@ mod traced {
 async fn a_requests_span_shows_its_sql() {
     use tracing::Instrument as _;
 
+    use crate::domain::actor::Actor;
     use crate::domain::validation::NewShipment;
-    use crate::store::shipments::{Actor, CreateOutcome};
+    use crate::store::shipments::CreateOutcome;
 
     let statements = traced::statements();
     on_each_engine(async |store: &Store| {

@@ -5,6 +5,7 @@
 use chrono::Duration;
 
 use super::{on_each_engine, on_postgres, raw_shipment, shop};
+use crate::domain::ids::EventId;
 use crate::store::{PoolSettings, Store, now};
 
 /// A claimed row carries the shipment's own URL and signing key, captured
@@ -32,11 +33,15 @@ async fn claims_carry_what_delivery_needs(store: &Store) {
                   payload, webhook_url, signing_key_merchant_id, created_at) \
                   VALUES ($1, $2, 'SHP', 1, '{}', $3, $4, $5)";
     let enqueue = async |shipment: i64, url: Option<&str>, key: Option<i64>| {
-        let q = store.query(outbox).bind(shipment).bind(merchant).bind(url);
+        let q = store
+            .query(outbox)
+            .bind(shipment)
+            .bind(merchant.get())
+            .bind(url);
         q.bind(key).bind(now()).execute().await.unwrap();
     };
-    enqueue(own, Some("https://example.com/own"), Some(merchant)).await;
-    enqueue(plain, None, Some(merchant)).await;
+    enqueue(own, Some("https://example.com/own"), Some(merchant.get())).await;
+    enqueue(plain, None, Some(merchant.get())).await;
     // Written before the outbox captured anything: nothing to go on.
     enqueue(legacy, None, None).await;
 
@@ -128,7 +133,7 @@ async fn each_engine_claims_what_delivery_needs() {
 /// the order they were enqueued, however many statements that takes; a
 /// transaction that does not commit writes none.
 async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
-    use shipment_sdk::model::{CourierId, MerchantId, Shipment, ShipmentCode, ShipmentId};
+    use shipment_sdk::model::{Shipment, ShipmentCode, ShipmentId};
     let (merchant, courier) = shop(store).await;
     let id = raw_shipment(store, (merchant, courier), "SHP-0000-0001", None).await;
     let shipment = |version: i64| {
@@ -136,8 +141,8 @@ async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
         let mut s = Shipment::new(
             ShipmentId::new(id),
             code,
-            MerchantId::new(merchant),
-            CourierId::new(courier),
+            merchant,
+            courier,
             crate::domain::fee::from_minor_units(0),
             now(),
         );
@@ -150,14 +155,14 @@ async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
     };
 
     let mut dropped = store.begin().await.unwrap();
-    crate::store::outbox::enqueue(&mut dropped, id, merchant, &shipment(1));
+    crate::store::outbox::enqueue(&mut dropped, id, merchant.get(), &shipment(1));
     drop(dropped);
     assert!(versions().await.is_empty());
 
     // Three statements: 64, 64 and 2 rows.
     let mut tx = store.begin().await.unwrap();
     for version in 1..=130 {
-        crate::store::outbox::enqueue(&mut tx, id, merchant, &shipment(version));
+        crate::store::outbox::enqueue(&mut tx, id, merchant.get(), &shipment(version));
     }
     assert!(versions().await.is_empty(), "written before the commit");
     tx.commit().await.unwrap();
@@ -192,7 +197,7 @@ async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
                   VALUES ($1, $2, 'SHP', 1, '{}', NULL, NULL, $3)";
     for i in 0..100 {
         let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0000"), None).await;
-        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        let q = store.query(outbox).bind(id).bind(shop.0.get()).bind(now());
         q.execute().await.unwrap();
     }
     let rows = store
@@ -262,7 +267,7 @@ async fn a_worker_releases_what_it_holds_but_delivers_not(store: &Store) {
                   VALUES ($1, $2, 'SHP', 1, '{}', NULL, NULL, $3)";
     for i in 0..3 {
         let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0009"), None).await;
-        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        let q = store.query(outbox).bind(id).bind(shop.0.get()).bind(now());
         q.execute().await.unwrap();
     }
     let lease = Duration::minutes(5);
@@ -277,12 +282,21 @@ async fn a_worker_releases_what_it_holds_but_delivers_not(store: &Store) {
             .is_empty()
     );
 
-    let released = store.release_outbox("w1", &[rows[0].id]).await.unwrap();
+    let released = store
+        .release_outbox("w1", &[EventId::new(rows[0].id)])
+        .await
+        .unwrap();
     assert_eq!(released, 1);
     let taken = store.claim_outbox("w2", lease, 10).await.unwrap();
     let ids: Vec<i64> = taken.iter().map(|r| r.id).collect();
     assert_eq!(ids, [rows[1].id]);
-    assert_eq!(store.release_outbox("w1", &[rows[0].id]).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .release_outbox("w1", &[EventId::new(rows[0].id)])
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -305,7 +319,7 @@ async fn each_claim_is_planned_afresh(store: &Store) {
                   payload, created_at) VALUES ($1, $2, 'SHP', 1, '{}', $3)";
     for i in 0..8 {
         let id = raw_shipment(store, shop, &format!("SHP-{i:04}-0000"), None).await;
-        let q = store.query(outbox).bind(id).bind(shop.0).bind(now());
+        let q = store.query(outbox).bind(id).bind(shop.0.get()).bind(now());
         q.execute().await.unwrap();
         let claimed = store.claim_outbox("w1", Duration::minutes(5), 1).await;
         assert_eq!(claimed.unwrap().len(), 1);

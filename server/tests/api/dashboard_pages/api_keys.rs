@@ -2,6 +2,7 @@
 
 use reqwest::header::CACHE_CONTROL;
 use reqwest::{Method, StatusCode};
+use shipment_sdk::model::MerchantId;
 use shipment_testkit::{TestApp, db_tests, send};
 
 use super::browser::{hidden_or_field, signed_in};
@@ -41,7 +42,7 @@ async fn a_new_key_is_shown_once_verified_and_deleted(app: &TestApp) {
 
     let id = app
         .store
-        .api_keys(f.merchant_id)
+        .api_keys(MerchantId::new(f.merchant_id))
         .await
         .unwrap()
         .into_iter()
@@ -70,7 +71,12 @@ async fn a_new_key_is_shown_once_verified_and_deleted(app: &TestApp) {
     assert_eq!(again.status, StatusCode::NOT_FOUND);
     // Another merchant's key id is not found either.
     let other = app.fixture().await;
-    let theirs = app.store.api_keys(other.merchant_id).await.unwrap()[0].id;
+    let theirs = app
+        .store
+        .api_keys(MerchantId::new(other.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     assert_eq!(
         browser.get(&format!("/keys/{theirs}/delete")).await.status,
         StatusCode::NOT_FOUND

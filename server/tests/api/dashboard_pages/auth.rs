@@ -4,6 +4,7 @@
 
 use reqwest::header::CONTENT_TYPE;
 use reqwest::{Method, StatusCode};
+use shipment_sdk::model::MerchantId;
 use shipment_testkit::{TestApp, db_tests, send};
 
 use super::browser::{Browser, signed_in};
@@ -180,7 +181,12 @@ async fn wrong_passwords_are_explained_and_then_throttled(app: &TestApp) {
 
 async fn forms_without_the_session_csrf_token_are_refused(app: &TestApp) {
     let (browser, f) = signed_in(app).await;
-    let keys_before = app.store.api_keys(f.merchant_id).await.unwrap().len();
+    let keys_before = app
+        .store
+        .api_keys(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()
+        .len();
     let missing = browser.post("/keys", &[("name", "forged")]).await;
     assert_eq!(missing.status, StatusCode::FORBIDDEN);
     assert!(missing.body.contains("This form cannot be accepted"));
@@ -196,7 +202,11 @@ async fn forms_without_the_session_csrf_token_are_refused(app: &TestApp) {
         .await;
     assert_eq!(crossed.status, StatusCode::FORBIDDEN);
     assert_eq!(
-        app.store.api_keys(f.merchant_id).await.unwrap().len(),
+        app.store
+            .api_keys(MerchantId::new(f.merchant_id))
+            .await
+            .unwrap()
+            .len(),
         keys_before,
         "nothing was created"
     );

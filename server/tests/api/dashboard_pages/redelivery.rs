@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use shipment_sdk::model::{MerchantId, WebhookId};
 use shipment_server::domain::sealed::DataKey;
 use shipment_server::webhooks::{DispatchSettings, Dispatcher};
 use shipment_testkit::{TestApp, WAIT, db_tests};
@@ -45,7 +46,11 @@ async fn logged(
 ) -> Vec<shipment_server::store::webhooks::DeliveryRecord> {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let (rows, total) = app.store.webhook_deliveries(id, 100, 0).await.unwrap();
+        let (rows, total) = app
+            .store
+            .webhook_deliveries(WebhookId::new(id), 100, 0)
+            .await
+            .unwrap();
         if total >= n {
             return rows;
         }
@@ -81,7 +86,12 @@ async fn failed_deliveries_are_sent_again_from_the_pages(app: &TestApp) {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    let id = app.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+    let id = app
+        .store
+        .webhooks(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     let code = app.create_default(&f).await["code"]
         .as_str()
         .unwrap()
@@ -293,7 +303,12 @@ async fn what_was_not_queued_is_said_on_the_pages(app: &TestApp) {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    let id = app.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+    let id = app
+        .store
+        .webhooks(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     let code = app.create_default(&f).await["code"]
         .as_str()
         .unwrap()
@@ -377,7 +392,12 @@ async fn what_was_not_queued_is_said_on_the_pages(app: &TestApp) {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    let theirs = app.store.webhooks(g.merchant_id).await.unwrap()[0].id;
+    let theirs = app
+        .store
+        .webhooks(MerchantId::new(g.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     for _ in 0..3 {
         app.create_default(&g).await;
     }

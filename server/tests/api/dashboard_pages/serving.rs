@@ -3,6 +3,7 @@
 
 use reqwest::header::{CACHE_CONTROL, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
+use shipment_sdk::model::MerchantId;
 use shipment_testkit::{Db, TestApp, db_tests, send};
 
 use super::browser::{Browser, signed_in};
@@ -21,8 +22,18 @@ async fn pages_carry_the_security_headers_and_label_every_input(app: &TestApp) {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED);
-    let id = app.store.webhooks(f.merchant_id).await.unwrap()[0].id;
-    let key_id = app.store.api_keys(f.merchant_id).await.unwrap()[0].id;
+    let id = app
+        .store
+        .webhooks(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
+    let key_id = app
+        .store
+        .api_keys(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     let mut pages = vec![
         ("/login".to_owned(), Browser::new(app).get("/login").await),
         (

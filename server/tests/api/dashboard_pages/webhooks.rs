@@ -2,6 +2,7 @@
 //! shipment signing key, delete.
 
 use reqwest::StatusCode;
+use shipment_sdk::model::{MerchantId, WebhookId};
 use shipment_testkit::{TestApp, db_tests};
 
 use super::browser::{hidden_or_field, signed_in};
@@ -36,14 +37,19 @@ async fn webhooks_are_registered_toggled_and_deleted_from_the_pages(app: &TestAp
     assert_eq!(plain.status, StatusCode::BAD_REQUEST);
     assert!(plain.body.contains("https"), "{}", plain.body);
 
-    let id = app.store.webhooks(f.merchant_id).await.unwrap()[0].id;
+    let id = app
+        .store
+        .webhooks(MerchantId::new(f.merchant_id))
+        .await
+        .unwrap()[0]
+        .id;
     let off = browser
         .submit("/webhooks", &format!("/webhooks/{id}/disable"), &[])
         .await;
     assert_eq!(off.location(), "/webhooks?disabled");
     assert!(
         !app.store
-            .webhook(f.merchant_id, id)
+            .webhook(MerchantId::new(f.merchant_id), WebhookId::new(id))
             .await
             .unwrap()
             .unwrap()
@@ -73,7 +79,7 @@ async fn webhooks_are_registered_toggled_and_deleted_from_the_pages(app: &TestAp
     assert!(hidden_or_field(&rotated.body, "new-shipment-signing-key").starts_with("whsec_"));
     assert!(
         app.store
-            .shipment_signing_key(f.merchant_id)
+            .shipment_signing_key(MerchantId::new(f.merchant_id))
             .await
             .unwrap()
             .is_some()
@@ -87,7 +93,13 @@ async fn webhooks_are_registered_toggled_and_deleted_from_the_pages(app: &TestAp
         )
         .await;
     assert_eq!(gone.location(), "/webhooks?deleted");
-    assert!(app.store.webhooks(f.merchant_id).await.unwrap().is_empty());
+    assert!(
+        app.store
+            .webhooks(MerchantId::new(f.merchant_id))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         browser.get(&format!("/webhooks/{id}")).await.status,
         StatusCode::NOT_FOUND
