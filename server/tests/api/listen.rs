@@ -7,7 +7,6 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use shipment_sdk::{DashboardClient, ListenerEvent, ListenerStream};
-use shipment_server::Config;
 use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
@@ -317,21 +316,15 @@ async fn a_redelivery_goes_to_its_webhook_only(app: &TestApp) {
 /// another process's dispatcher claims (announced with `NOTIFY`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listeners_on_another_process_get_every_change() {
-    let data_key = shipment_server::domain::sealed::DataKey::generate().to_hex();
-    let key = data_key.clone();
-    let Some(a) = TestApp::spawn_with(Db::Postgres, move |c| {
-        c.data_key.data_key = Some(key);
+    // A second process on the same database that delivers nothing itself:
+    // every change is claimed by the first.
+    let Some((a, b)) = crate::OtherProcess::beside(Db::Postgres, |config| {
+        config.webhooks.no_webhook_delivery = true;
     })
     .await
     else {
         return;
     };
-    // A second process on the same database that delivers nothing itself:
-    // every change is claimed by the first.
-    let mut config = Config::local(&a.database_url);
-    config.data_key.data_key = Some(data_key);
-    config.webhooks.no_webhook_delivery = true;
-    let b = crate::OtherProcess::start(&config).await;
     let b_base = b.base.clone();
 
     let f = a.fixture().await;

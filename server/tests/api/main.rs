@@ -57,6 +57,24 @@ impl OtherProcess {
         }
     }
 
+    /// A test app on `db` and another process on its database, both with
+    /// one data key (so each opens what the other sealed); `tweak` adjusts
+    /// the other process's settings. `None` where `db` is skipped.
+    async fn beside(
+        db: shipment_testkit::Db,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Option<(shipment_testkit::TestApp, OtherProcess)> {
+        let data_key = shipment_server::domain::sealed::DataKey::generate().to_hex();
+        let key = data_key.clone();
+        let a = shipment_testkit::TestApp::spawn_with(db, move |c| c.data_key.data_key = Some(key))
+            .await?;
+        let mut config = Config::local(&a.database_url);
+        config.data_key.data_key = Some(data_key);
+        tweak(&mut config);
+        let b = OtherProcess::start(&config).await;
+        Some((a, b))
+    }
+
     /// Shuts it down, and checks that it stopped cleanly.
     async fn stop(self) {
         let _ = self.stop.send(());

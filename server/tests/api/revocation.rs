@@ -8,19 +8,13 @@
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
-use shipment_server::domain::sealed::DataKey;
-use shipment_server::{Config, KEY_CACHE_TTL};
+use shipment_server::KEY_CACHE_TTL;
 use shipment_testkit::{Db, TestApp, send};
 
 async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second(db: Db) {
-    let data_key = DataKey::generate().to_hex();
-    let key = data_key.clone();
-    let Some(a) = TestApp::spawn_with(db, move |c| c.data_key.data_key = Some(key)).await else {
+    let Some((a, b)) = crate::OtherProcess::beside(db, |_| {}).await else {
         return;
     };
-    let mut config = Config::local(&a.database_url);
-    config.data_key.data_key = Some(data_key);
-    let b = crate::OtherProcess::start(&config).await;
     let b_base = b.base.clone();
 
     let f = a.fixture_with_login().await;
@@ -83,15 +77,9 @@ const ANNOUNCED: Duration = Duration::from_millis(200);
 /// first request).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_deleted_through_one_process_is_refused_by_another_at_once_on_postgres() {
-    let data_key = DataKey::generate().to_hex();
-    let key = data_key.clone();
-    let Some(a) = TestApp::spawn_with(Db::Postgres, move |c| c.data_key.data_key = Some(key)).await
-    else {
+    let Some((a, b)) = crate::OtherProcess::beside(Db::Postgres, |_| {}).await else {
         return;
     };
-    let mut config = Config::local(&a.database_url);
-    config.data_key.data_key = Some(data_key);
-    let b = crate::OtherProcess::start(&config).await;
     let f = a.fixture_with_login().await;
     let (email, password) = f.credentials();
     let token = a.login(&email, &password).await;
@@ -279,15 +267,9 @@ async fn a_listener_stream_ends_when_its_session_expires(db: Db) {
 /// its session (the deletion is announced).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listener_stream_on_another_process_ends_when_its_credential_is_revoked() {
-    let data_key = DataKey::generate().to_hex();
-    let key = data_key.clone();
-    let Some(a) = TestApp::spawn_with(Db::Postgres, move |c| c.data_key.data_key = Some(key)).await
-    else {
+    let Some((a, b)) = crate::OtherProcess::beside(Db::Postgres, |_| {}).await else {
         return;
     };
-    let mut config = Config::local(&a.database_url);
-    config.data_key.data_key = Some(data_key);
-    let b = crate::OtherProcess::start(&config).await;
 
     let f = a.fixture_with_login().await;
     let (email, password) = f.credentials();
