@@ -8,7 +8,7 @@ use futures_util::TryStreamExt as _;
 use reqwest::StatusCode;
 use shipment_sdk::DashboardClient;
 use shipment_sdk::model::{Delivery, DeliveryId, ProblemCode, RedeliveryQueued, WebhookId};
-use shipment_testkit::{TestApp, WebhookReceiver, db_tests};
+use shipment_testkit::{Fixture, TestApp, WebhookReceiver, db_tests};
 
 db_tests!(support_sends_failed_deliveries_again_through_the_sdk);
 
@@ -29,19 +29,29 @@ async fn log(dashboard: &DashboardClient, id: WebhookId, n: u64) -> Vec<Delivery
     panic!("the delivery log never reached {n} attempts");
 }
 
-async fn support_sends_failed_deliveries_again_through_the_sdk(server: &TestApp) {
+/// A signed-in merchant with one webhook whose receiver answers every
+/// delivery 503, so every change's deliveries fail.
+async fn failing_webhook(
+    server: &TestApp,
+) -> (WebhookReceiver, Fixture, DashboardClient, WebhookId) {
     let receiver = WebhookReceiver::start(StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO).await;
     let f = server.fixture_with_login().await;
     let dashboard = DashboardClient::login(&server.base, &f.email, f.password.as_deref().unwrap())
         .await
         .unwrap();
-    let hooks = dashboard.webhooks();
-    let hook = hooks
+    let hook = dashboard
+        .webhooks()
         .register(&receiver.url)
         .await
         .unwrap()
         .webhook
         .webhook_id;
+    (receiver, f, dashboard, hook)
+}
+
+async fn support_sends_failed_deliveries_again_through_the_sdk(server: &TestApp) {
+    let (receiver, f, dashboard, hook) = failing_webhook(server).await;
+    let hooks = dashboard.webhooks();
     let shipment = server.create_default(&f).await;
     let raw_code = shipment["code"].as_str().unwrap();
     server.advance(&f, raw_code, "assigned_to_driver").await;
@@ -108,18 +118,8 @@ async fn support_sends_failed_deliveries_again_through_the_sdk(server: &TestApp)
 /// in `retry_after`; the second, with no room left, is a 429 saying the
 /// same.
 async fn a_bulk_redelivery_the_budget_cuts_says_when_it_has_room(server: &TestApp) {
-    let receiver = WebhookReceiver::start(StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO).await;
-    let f = server.fixture_with_login().await;
-    let dashboard = DashboardClient::login(&server.base, &f.email, f.password.as_deref().unwrap())
-        .await
-        .unwrap();
+    let (_receiver, f, dashboard, hook) = failing_webhook(server).await;
     let hooks = dashboard.webhooks();
-    let hook = hooks
-        .register(&receiver.url)
-        .await
-        .unwrap()
-        .webhook
-        .webhook_id;
     let first = server.create_default(&f).await;
     server.create_default(&f).await;
     log(&dashboard, hook, 2).await;
