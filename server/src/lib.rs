@@ -23,7 +23,7 @@ mod start_error;
 pub mod store;
 pub mod webhooks;
 
-pub use app::couriers::PRICING_MEMORY_TTL;
+pub use app::caches::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
 pub use app::key_cache::KEY_CACHE_TTL;
 pub use config::Config;

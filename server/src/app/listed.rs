@@ -22,66 +22,11 @@
 //! again is now three times as fast on SQLite and half again on PostgreSQL
 //! (docs/src/appendix/benchmarks-history.md, "List rows remembered by version").
 
-use std::ops::Deref;
-use std::sync::Arc;
-use std::time::Duration;
-
-use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
-use shipment_sdk::model::Shipment;
-
-use super::memo::Memo;
+use super::caches::ListedShipment;
 use super::{AppState, Result};
 use crate::domain::actor::Actor;
 use crate::domain::list_query::ListQuery;
 use crate::store::shipments::{PageRow, RowVersion};
-
-/// How long a listed shipment is remembered after it was read.
-pub const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);
-
-/// Listed shipments remembered at most: a hundred full pages.
-const LISTED_MEMORY_ENTRIES: usize = 10_000;
-
-/// Listed shipments by id and version.
-pub type ListedMemo = Memo<RowVersion, ListedShipment>;
-
-/// An empty [`ListedMemo`].
-pub fn listed_memo() -> ListedMemo {
-    Memo::new(LISTED_MEMORY_TTL, LISTED_MEMORY_ENTRIES)
-}
-
-/// A shipment on a page, with its JSON written once: it serializes as that
-/// JSON, and derefs to the [`Shipment`] for the dashboard's pages.
-#[derive(Debug, Clone)]
-pub struct ListedShipment(Arc<Listed>);
-
-#[derive(Debug)]
-struct Listed {
-    shipment: Shipment,
-    json: Box<RawValue>,
-}
-
-impl ListedShipment {
-    /// `shipment`, written as JSON now.
-    pub fn new(shipment: Shipment) -> ListedShipment {
-        let json = serde_json::value::to_raw_value(&shipment).expect("shipments serialize");
-        ListedShipment(Arc::new(Listed { shipment, json }))
-    }
-}
-
-impl Deref for ListedShipment {
-    type Target = Shipment;
-
-    fn deref(&self) -> &Shipment {
-        &self.0.shipment
-    }
-}
-
-impl Serialize for ListedShipment {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.0.json.serialize(serializer)
-    }
-}
 
 /// A page of `actor`'s shipments and the total: the rows listed before at
 /// the page's version from memory, the others read, written as JSON and
@@ -118,7 +63,7 @@ pub async fn page(
 mod tests {
     use crate::app::memo::statements::{Verb, writing};
     use chrono::Utc;
-    use shipment_sdk::model::{CourierId, MerchantId, ShipmentCode, ShipmentId};
+    use shipment_sdk::model::{CourierId, MerchantId, Shipment, ShipmentCode, ShipmentId};
 
     use super::*;
 

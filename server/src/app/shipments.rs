@@ -9,7 +9,8 @@ use shipment_sdk::model::{
     Shipment, ShipmentCode,
 };
 
-use super::listed::{self, ListedShipment};
+use super::caches::ListedShipment;
+use super::listed;
 use super::{AppState, Error, Result};
 use crate::domain::actor::Actor;
 use crate::domain::fee::{self, total_fee};

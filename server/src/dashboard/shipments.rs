@@ -11,7 +11,7 @@ use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
 use super::page::{Page, PageError, PageResult};
 use super::session::Signed;
-use crate::app::listed::ListedShipment;
+use crate::app::caches::ListedShipment;
 use crate::app::shipments::{self, get_shipment};
 use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, Actor, AppState};

@@ -20,8 +20,9 @@ mod budget;
 mod finished;
 
 pub use budget::RedeliveryBudget;
+pub use finished::Attempt;
 
-use finished::Finished;
+use finished::{Finished, Logged};
 
 /// Queues the outbox row for a change, written when the change's
 /// transaction commits, with the other rows of its group commit
@@ -157,18 +158,6 @@ pub struct Target {
     /// The sealed signing key, or `None` when the merchant has none (only
     /// possible for a shipment's own URL).
     pub signing_key_sealed: Option<String>,
-}
-
-/// What one attempt produced, for the delivery log.
-#[derive(Debug, Clone)]
-pub struct Attempt {
-    /// The HTTP status, when an answer came.
-    pub status_code: Option<u16>,
-    /// Why it failed, when it did (a status of 400 or more, a time-out, a
-    /// refused or failed connection).
-    pub error: Option<String>,
-    /// From sending to the answer (or the failure).
-    pub duration_ms: i64,
 }
 
 /// Age and count of the rows not yet delivered.
@@ -480,8 +469,7 @@ impl Store {
         target: &Target,
         attempt: &Attempt,
     ) -> Result<(), StoreError> {
-        self.write_at_commit(Logged::new(row, target, attempt))
-            .await
+        self.write_at_commit(logged(row, target, attempt)).await
     }
 
     /// Queues a redelivery of delivery `delivery_id`, which must be one of
@@ -652,7 +640,7 @@ impl Store {
             worker: worker.to_owned(),
             unlogged: unlogged
                 .into_iter()
-                .map(|(target, attempt)| Logged::new(row, target, attempt))
+                .map(|(target, attempt)| logged(row, target, attempt))
                 .collect(),
         };
         self.write_at_commit(finished).await
@@ -752,34 +740,17 @@ async fn renew(tx: &mut Tx, id: i64, worker: String, lease: Duration) -> Result<
     Ok(q.bind(worker.as_str()).execute().await? == 1)
 }
 
-/// One attempt for the delivery log, written when its transaction commits
-/// (see its [`AtCommit`] in `finished`).
-#[derive(Debug, Clone)]
-pub(crate) struct Logged {
-    outbox_id: i64,
-    webhook_id: Option<i64>,
-    merchant_id: i64,
-    url: String,
-    shipment_code: String,
-    version: i64,
-    redelivery_of: Option<i64>,
-    attempt: Attempt,
-    /// When it was logged: the attempt had ended.
-    at: DateTime<Utc>,
-}
-
-impl Logged {
-    fn new(row: &OutboxRow, target: &Target, attempt: &Attempt) -> Logged {
-        Logged {
-            outbox_id: row.id,
-            webhook_id: target.webhook_id,
-            merchant_id: row.merchant_id,
-            url: target.url.clone(),
-            shipment_code: row.shipment_code.clone(),
-            version: row.version,
-            redelivery_of: row.redelivery_of,
-            attempt: attempt.clone(),
-            at: now(),
-        }
+/// `attempt` of delivering `row` to `target`, for the delivery log.
+fn logged(row: &OutboxRow, target: &Target, attempt: &Attempt) -> Logged {
+    Logged {
+        outbox_id: row.id,
+        webhook_id: target.webhook_id,
+        merchant_id: row.merchant_id,
+        url: target.url.clone(),
+        shipment_code: row.shipment_code.clone(),
+        version: row.version,
+        redelivery_of: row.redelivery_of,
+        attempt: attempt.clone(),
+        at: now(),
     }
 }

@@ -168,19 +168,3 @@ fn faults_match_by_template_or_path_and_are_used_up() {
     controls.disarm(MerchantId::new(7));
     assert!(!controls.any_faults());
 }
-
-#[test]
-fn duplicates_are_counted_per_merchant() {
-    let controls = TestControls::default();
-    assert!(!controls.take_duplicate(MerchantId::new(1)));
-    controls.set_duplicates(MerchantId::new(1), 2);
-    assert!(!controls.take_duplicate(MerchantId::new(2)));
-    assert!(controls.take_duplicate(MerchantId::new(1)));
-    controls.set_duplicates(MerchantId::new(1), 1);
-    assert!(controls.take_duplicate(MerchantId::new(1)));
-    assert!(!controls.take_duplicate(MerchantId::new(1)));
-    controls.set_duplicates(MerchantId::new(1), 5);
-    controls.set_duplicates(MerchantId::new(1), 0);
-    assert!(!controls.take_duplicate(MerchantId::new(1)));
-    assert_eq!(controls.duplicates_armed.load(Ordering::Relaxed), 0);
-}

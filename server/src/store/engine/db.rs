@@ -8,9 +8,10 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, Postgres, SqlitePool};
 
+use super::backend::Backend;
 use super::reach::Reach;
 use super::tx::{Tx, TxConn};
-use crate::store::{Backend, PoolSettings, StoreError};
+use crate::store::error::StoreError;
 
 /// The pool of one engine: every read, and writes made of one statement.
 #[derive(Debug, Clone)]
@@ -244,5 +245,34 @@ fn create_private(path: &std::path::Path) -> std::io::Result<()> {
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Connections of the pool at one moment.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolUsage {
+    /// Handed out to a query or transaction.
+    pub in_use: u32,
+    /// Open and waiting.
+    pub idle: u32,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
+/// Settings of the connection pool.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    /// Most connections held open.
+    pub max_connections: u32,
+    /// How long a request waits for a connection before failing with 503.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(5),
+        }
     }
 }

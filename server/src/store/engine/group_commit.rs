@@ -35,7 +35,7 @@ use tracing::{Instrument as _, Span};
 use super::db::Db;
 use super::lanes::{self, Lanes, Reply};
 use super::tx::{AtCommit, Made, Tx};
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
 
 /// Most writes committed together; bounds how long the first of a group
 /// waits for the last, and how many rows of one kind a commit writes
@@ -52,8 +52,15 @@ pub const POSTGRES_COMMITTERS: usize = 4;
 pub const ATTEMPTS: usize = 8;
 
 /// The queue to the committer tasks (see [`Lanes`]), which hold the
-/// [`Db`], not the [`Store`].
-pub(in crate::store) type GroupCommit = Lanes<Box<dyn Queued>>;
+/// [`Db`], not the store's handle.
+#[derive(Default)]
+pub(in crate::store) struct GroupCommit(Lanes<Box<dyn Queued>>);
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GroupCommit")
+    }
+}
 
 /// A queued write, its kind erased.
 pub(in crate::store) trait Queued: Send {
@@ -130,14 +137,14 @@ impl<R: AtCommit + Clone> Queued for Row<R> {
     }
 }
 
-impl Store {
-    /// Runs `job` in the next group commit's transaction, and returns its
-    /// result once that is committed.
+impl GroupCommit {
+    /// Runs `job` in the next group commit's transaction on `db`, and
+    /// returns its result once that is committed.
     ///
     /// `job` may run more than once (see the [module](self)
     /// documentation), each time in a transaction that it must leave open;
     /// it must not use the store itself, only the transaction.
-    pub(crate) async fn write<F, T>(&self, job: F) -> Result<T, StoreError>
+    pub(crate) async fn write<F, T>(&self, db: &Db, job: F) -> Result<T, StoreError>
     where
         F: for<'a> FnMut(&'a mut Tx) -> BoxFuture<'a, Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
@@ -150,7 +157,7 @@ impl Store {
                 span: Span::current(),
             })
         };
-        self.queue_write(queued).await
+        self.queue_write(db, queued).await
     }
 
     /// Queues `row` at the commit of the next group commit, with the rows
@@ -159,6 +166,7 @@ impl Store {
     /// committed.
     pub(crate) async fn write_at_commit<R: AtCommit + Clone>(
         &self,
+        db: &Db,
         row: R,
     ) -> Result<R::Made, StoreError> {
         let queued = |reply| -> Box<dyn Queued> {
@@ -169,18 +177,17 @@ impl Store {
                 span: Span::current(),
             })
         };
-        self.queue_write(queued).await
+        self.queue_write(db, queued).await
     }
 
     async fn queue_write<T>(
         &self,
+        db: &Db,
         queued: impl FnOnce(Reply<T>) -> Box<dyn Queued>,
     ) -> Result<T, StoreError> {
         let tasks = [1, POSTGRES_COMMITTERS];
-        let serving = || lanes::on(&self.db, tasks, MAX_GROUP, commit);
-        (self.group)
-            .ask(queued, serving, "the group-commit tasks")
-            .await
+        let serving = || lanes::on(db, tasks, MAX_GROUP, commit);
+        self.0.ask(queued, serving, "the group-commit tasks").await
     }
 }
 

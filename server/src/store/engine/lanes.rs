@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::backend::Backend;
 use super::db::Db;
-use crate::store::{Backend, StoreError};
+use crate::store::error::StoreError;
 
 /// Requests waiting for the tasks, at most; a request beyond that waits to
 /// queue.

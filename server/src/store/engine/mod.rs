@@ -44,6 +44,7 @@
 //! request's trace shows its SQL; what a batch does for several requests
 //! at once runs in a span of its own that follows from theirs.
 
+pub(crate) mod backend;
 pub(crate) mod db;
 pub(crate) mod group_commit;
 mod lanes;
@@ -52,8 +53,9 @@ pub(crate) mod reach;
 pub(crate) mod reads;
 mod tx;
 
+pub use backend::{Backend, now};
 pub(crate) use db::Db;
-pub use db::Pool;
+pub use db::{Pool, PoolSettings, PoolUsage};
 pub(crate) use group_commit::{ATTEMPTS, MAX_GROUP};
 pub(crate) use query::{PaddedIn, Sql, multi_row};
 pub(crate) use reads::{ReadMany, Reads};

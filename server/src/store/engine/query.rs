@@ -19,10 +19,11 @@ use sqlx::{
     SqlitePool, Type,
 };
 
+use super::backend::Backend;
 use super::db::{Db, Pool};
 use super::reach::Reach;
 use super::tx::{Tx, TxConn};
-use crate::store::{Backend, Store, StoreError};
+use crate::store::error::StoreError;
 
 /// A value both engines can bind (`i64`, `&str`, `DateTime<Utc>`, their
 /// `Option`s, …). `'v` is the value's own borrow: the engines copy it into
@@ -237,13 +238,6 @@ impl PaddedIn {
             query = query.bind(values.get(n).copied().unwrap_or(last));
         }
         Ok(query)
-    }
-}
-
-impl Store {
-    /// `sql` on the pool: each statement takes any free connection.
-    pub(crate) fn query(&self, sql: impl Text) -> Query<'_> {
-        self.db.query(sql)
     }
 }
 

@@ -25,7 +25,7 @@ use tracing::{Instrument as _, Span};
 
 use super::db::Db;
 use super::lanes::{self, Lanes, Reply};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Most reads served by one statement.
 pub(crate) const BATCH: usize = 64;

@@ -7,7 +7,8 @@ use std::future::Future;
 use futures_util::future::BoxFuture;
 use sqlx::{Postgres, Sqlite, Transaction};
 
-use crate::store::{Backend, StoreError};
+use super::backend::Backend;
+use crate::store::error::StoreError;
 
 /// An open write transaction.
 ///

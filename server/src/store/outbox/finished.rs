@@ -11,9 +11,38 @@
 
 use std::sync::LazyLock;
 
-use super::Logged;
 use crate::store::engine::{AtCommit, MAX_GROUP, PaddedIn, Sql, multi_row};
+use chrono::{DateTime, Utc};
+
 use crate::store::{StoreError, Tx, now};
+
+/// What one attempt produced, for the delivery log.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The HTTP status, when an answer came.
+    pub status_code: Option<u16>,
+    /// Why it failed, when it did (a status of 400 or more, a time-out, a
+    /// refused or failed connection).
+    pub error: Option<String>,
+    /// From sending to the answer (or the failure).
+    pub duration_ms: i64,
+}
+
+/// One attempt for the delivery log, written when its transaction commits
+/// (see its [`AtCommit`] in `finished`).
+#[derive(Debug, Clone)]
+pub(super) struct Logged {
+    pub(super) outbox_id: i64,
+    pub(super) webhook_id: Option<i64>,
+    pub(super) merchant_id: i64,
+    pub(super) url: String,
+    pub(super) shipment_code: String,
+    pub(super) version: i64,
+    pub(super) redelivery_of: Option<i64>,
+    pub(super) attempt: Attempt,
+    /// When it was logged: the attempt had ended.
+    pub(super) at: DateTime<Utc>,
+}
 
 /// A row marked delivered at commit, if its worker still holds it, with
 /// its attempts not logged yet.

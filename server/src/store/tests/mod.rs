@@ -7,7 +7,8 @@ use std::mem::discriminant;
 
 use shipment_sdk::model::{CourierId, MerchantId};
 
-use super::{PoolSettings, Store, StoreError, now, unique_violation};
+use super::error::unique_violation;
+use super::{PoolSettings, Store, StoreError, now};
 
 mod outbox;
 

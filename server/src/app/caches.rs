@@ -1,0 +1,119 @@
+//! The caches the state holds besides the keys' ([`super::key_cache`]):
+//! courier prices by merchant and company, and shipments as lists show them,
+//! by id and version. Each says why it cannot go stale, and its rule is held
+//! by a test; only the methods here put anything in.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use shipment_sdk::model::{CourierId, MerchantId, Shipment};
+
+use super::memo::Memo;
+use crate::domain::fee::Pricing;
+use crate::store::shipments::RowVersion;
+use crate::store::{Store, StoreError};
+
+/// How long a create takes a courier company's link and prices from memory
+/// before reading them again: the longest a hand edit of the database (or
+/// `admin` in another process) takes to reach creates here.
+///
+/// Why: every create read them, a hand-off to SQLite's worker thread or a
+/// PostgreSQL round trip of its own (docs/src/appendix/benchmarks-history.md,
+/// "Reads by code in batches, prices from memory, SQLite without memory
+/// statistics").
+pub const PRICING_MEMORY_TTL: Duration = Duration::from_secs(1);
+
+/// Linked pairs remembered at most.
+const PRICING_MEMORY_ENTRIES: usize = 10_000;
+
+/// The prices of linked courier companies, by merchant and company, as
+/// creates found them ([`PricingMemo::linked`] is the one way in).
+///
+/// Why it cannot go stale through the server: only links found are
+/// remembered, and the server writes links and prices with `INSERT`s that
+/// leave existing rows alone (no unlink, no repricing, no deactivation), so
+/// a new link works at once and nothing remembered is ever changed. The
+/// test `no_write_changes_a_link_or_a_price` fails on any statement that
+/// would change or remove one (or a merchant); such a write must forget
+/// here, through a method of this type, as it commits.
+#[derive(Debug)]
+pub struct PricingMemo(Memo<(MerchantId, CourierId), Pricing>);
+
+/// An empty [`PricingMemo`].
+pub fn pricing_memo() -> PricingMemo {
+    PricingMemo(Memo::new(PRICING_MEMORY_TTL, PRICING_MEMORY_ENTRIES))
+}
+
+impl PricingMemo {
+    /// The prices of courier company `courier_id` if it is linked to
+    /// merchant `merchant_id` and active; from memory for
+    /// [`PRICING_MEMORY_TTL`] after a read of `store`.
+    pub async fn linked(
+        &self,
+        store: &Store,
+        merchant_id: MerchantId,
+        courier_id: CourierId,
+    ) -> Result<Option<Pricing>, StoreError> {
+        let key = (merchant_id, courier_id);
+        if let Some(pricing) = self.0.get(&key) {
+            return Ok(Some(pricing));
+        }
+        let found = store
+            .linked_courier_pricing(merchant_id, courier_id)
+            .await?;
+        if let Some(pricing) = found {
+            self.0.remember(key, pricing);
+        }
+        Ok(found)
+    }
+}
+
+/// How long a listed shipment is remembered after it was read.
+pub const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);
+
+/// Listed shipments remembered at most: a hundred full pages.
+const LISTED_MEMORY_ENTRIES: usize = 10_000;
+
+/// Listed shipments by id and version.
+pub type ListedMemo = Memo<RowVersion, ListedShipment>;
+
+/// An empty [`ListedMemo`].
+pub fn listed_memo() -> ListedMemo {
+    Memo::new(LISTED_MEMORY_TTL, LISTED_MEMORY_ENTRIES)
+}
+
+/// A shipment on a page, with its JSON written once: it serializes as that
+/// JSON, and derefs to the [`Shipment`] for the dashboard's pages.
+#[derive(Debug, Clone)]
+pub struct ListedShipment(Arc<Listed>);
+
+#[derive(Debug)]
+struct Listed {
+    shipment: Shipment,
+    json: Box<RawValue>,
+}
+
+impl ListedShipment {
+    /// `shipment`, written as JSON now.
+    pub fn new(shipment: Shipment) -> ListedShipment {
+        let json = serde_json::value::to_raw_value(&shipment).expect("shipments serialize");
+        ListedShipment(Arc::new(Listed { shipment, json }))
+    }
+}
+
+impl Deref for ListedShipment {
+    type Target = Shipment;
+
+    fn deref(&self) -> &Shipment {
+        &self.0.shipment
+    }
+}
+
+impl Serialize for ListedShipment {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.json.serialize(serializer)
+    }
+}
