@@ -4,11 +4,12 @@
 //! The two large groups have a module each (`shipments`, `webhooks`, as in
 //! [`crate::commands`]); the small ones stay here.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use shipment_sdk::model::{ApiKeyId, WebhookUrl, WebhookUrlError};
+use shipment_sdk::model::{ApiKeyId, ShipmentCode, Status, WebhookUrl, WebhookUrlError};
 
 use crate::output::Format;
 
@@ -132,15 +133,23 @@ pub enum Command {
     /// its end); the clock against the service's (failing beyond 5 s); the
     /// API key; the dashboard session and when it ends; each webhook's last
     /// 20 deliveries (failure rate, last error); the listener key. A check
-    /// whose prerequisite failed is not run. `-o json` prints {"ok",
-    /// "checks": [{"name", "ok", "detail", "fix"}]}.
+    /// whose prerequisite failed is not run. Without a saved session (a
+    /// merchant who uses only an API key), the checks that need one are
+    /// shown as not checked, with the hint to sign in, and do not fail
+    /// (--require-session makes them fail). `-o json` prints {"ok",
+    /// "checks": [{"name", "ok", "skipped", "detail", "fix"}]}.
     #[command(after_help = DOCTOR_EXIT_CODES)]
-    Doctor,
+    Doctor(DoctorArgs),
     /// Forward every change of your shipments, signed like a webhook
     /// delivery, to a local app while this runs: no public URL, no
-    /// certificate. Uses the API key, or the dashboard session if the
-    /// profile has no key.
+    /// certificate; or print them only, wait for a status, and record
+    /// them (for scripts and CI). Uses the API key, or the dashboard
+    /// session if the profile has no key.
     Listen(ListenArgs),
+    /// POST the deliveries a `listen --record FILE` kept to a local app
+    /// again, byte for byte with their signature and delivery id: no
+    /// service, no configuration needed.
+    Replay(ReplayArgs),
     /// Create, list, delete and check API keys (needs `shipctl login`).
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -162,10 +171,12 @@ pub enum Command {
 /// `shipctl listen`.
 #[derive(Debug, Args)]
 #[command(after_help = LISTEN_EXIT_CODES, after_long_help = LISTEN_HELP)]
+// `--max-wait` bounds a wait, so it needs something to wait for.
+#[command(group(clap::ArgGroup::new("waiting").args(["until_status", "count"]).multiple(true)))]
 pub struct ListenArgs {
     /// Where to POST each delivery, e.g. http://localhost:3000/webhooks
-    /// (http or https).
-    #[arg(long, value_name = "URL", required_unless_present_any = ["print_secret", "rotate_secret"])]
+    /// (http or https); without it, each change is only printed.
+    #[arg(long, value_name = "URL")]
     pub forward_to: Option<String>,
     /// Accept any certificate from the local app (a self-signed one).
     #[arg(long)]
@@ -173,13 +184,69 @@ pub struct ListenArgs {
     /// Longest the local app may take to answer a delivery.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Forward and print only changes to this status (repeatable: any of
+    /// them).
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Vec<String>,
+    /// Forward and print only changes of this shipment (repeatable: any of
+    /// them).
+    #[arg(long, value_name = "CODE")]
+    pub code: Vec<ShipmentCode>,
+    /// End with exit 0 once a change (that --status and --code let through)
+    /// brings this status: with --code, that shipment's; without, any
+    /// shipment's. Repeatable: any of them.
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub until_status: Vec<String>,
+    /// End with exit 0 once this many changes (that --status and --code let
+    /// through) were forwarded or printed.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub count: Option<u64>,
+    /// End with exit 1 if --until-status or --count is not met within this
+    /// time from the start (e.g. 90s, 2m; at most 24h).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = parse_max_wait,
+        requires = "waiting"
+    )]
+    pub max_wait: Option<Duration>,
+    /// Write this file (the process id and a line end) once the stream is
+    /// connected, so a script can start once `listen` is ready; a file
+    /// left from before is removed at the start.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+    /// Append every received delivery (before --status and --code) to this
+    /// file, one JSON object per line: what `shipctl replay` sends again.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// Print the listener signing key (made now if you have none) and exit.
-    #[arg(long, conflicts_with_all = ["forward_to", "rotate_secret"])]
+    #[arg(long, conflicts_with_all = [
+        "forward_to", "rotate_secret", "status", "code", "until_status", "count", "max_wait",
+        "ready_file", "record",
+    ])]
     pub print_secret: bool,
     /// Replace the listener signing key and print the new one (connected
-    /// listeners are disconnected); with --forward-to, then listen.
+    /// listeners are disconnected); with --forward-to (or another listening
+    /// flag), then listen.
     #[arg(long)]
     pub rotate_secret: bool,
+}
+
+impl ListenArgs {
+    /// Whether a condition ends the command: --until-status or --count.
+    pub fn waits(&self) -> bool {
+        !self.until_status.is_empty() || self.count.is_some()
+    }
+
+    /// Whether a flag other than --rotate-secret asks to listen.
+    pub fn listens(&self) -> bool {
+        self.forward_to.is_some()
+            || self.waits()
+            || !self.status.is_empty()
+            || !self.code.is_empty()
+            || self.ready_file.is_some()
+            || self.record.is_some()
+    }
 }
 
 /// The exit codes of `shipctl listen` (a macro, so the long help can
@@ -188,12 +255,16 @@ macro_rules! listen_exit_codes {
     () => {
         "\
 Exit codes:
-  0  success: stopped with Ctrl-C, or the key printed or replaced
-  2  usage: a wrong flag or address
+  0  success: --until-status or --count met, stopped with Ctrl-C, or the key
+     printed or replaced
+  1  --max-wait ran out before --until-status or --count was met; or the
+     --ready-file or --record file could not be written
+  2  usage: a wrong flag, address, status, code or file
   3  the API key or the session was refused
   4  the service has no listener stream (an older server)
-  6  the service is unavailable (only with --print-secret or --rotate-secret:
-     listening itself waits and reconnects)"
+  6  the service is unavailable: with --print-secret or --rotate-secret; with
+     --until-status or --count, at the first connection or still when
+     --max-wait runs out (otherwise listening waits and reconnects)"
     };
 }
 
@@ -211,15 +282,62 @@ object per line). A local app that is down or answers 400 or more is shown,
 not fatal. The stream reconnects by itself, resuming after the last change
 received; Ctrl-C ends it.
 
+For scripts: --ready-file PATH appears once the stream is connected;
+--until-status delivered --code SHP-... --max-wait 2m ends with 0 once that
+shipment is delivered, 1 if not within 2 minutes. --record FILE keeps every
+delivery for `shipctl replay FILE --forward-to URL`.
+
 ",
     listen_exit_codes!()
 );
 
+/// `shipctl replay`.
+#[derive(Debug, Args)]
+#[command(after_help = REPLAY_EXIT_CODES)]
+pub struct ReplayArgs {
+    /// The file `shipctl listen --record FILE` wrote (one JSON object per
+    /// line).
+    pub file: PathBuf,
+    /// Where to POST each delivery, e.g. http://localhost:3000/webhooks.
+    #[arg(long, value_name = "URL")]
+    pub forward_to: String,
+    /// Only the deliveries of this shipment (repeatable: any of them).
+    #[arg(long, value_name = "CODE")]
+    pub code: Vec<ShipmentCode>,
+    /// Only the deliveries that bring this status (repeatable: any of them).
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Vec<String>,
+    /// Accept any certificate from the local app (a self-signed one).
+    #[arg(long)]
+    pub skip_verify: bool,
+    /// Longest the local app may take to answer a delivery.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// The exit codes of `shipctl replay`.
+const REPLAY_EXIT_CODES: &str = "\
+Exit codes:
+  0  success: every delivery sent was answered below 400 (or none matched)
+  1  at least one was not: a status of 400 or more, no answer, no connection
+  2  usage: a wrong flag or address, a file that cannot be read or has a line
+     that is not a recorded delivery (nothing is sent then)";
+
+/// `shipctl doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Fail when the profile has no dashboard session, instead of showing
+    /// the checks that need one as not checked.
+    #[arg(long)]
+    pub require_session: bool,
+}
+
 /// The exit codes of `shipctl doctor`.
 const DOCTOR_EXIT_CODES: &str = "\
 Exit codes:
-  0  success: every check passed
-  1  at least one check failed (or could not run)
+  0  success: every check that could be made passed (without a session, those
+     that need one are not checked, unless --require-session)
+  1  at least one check failed
   2  usage: a wrong flag";
 
 /// `shipctl couriers ...`.
@@ -323,9 +441,21 @@ fn parse_webhook_url(s: &str) -> Result<String, WebhookUrlError> {
     WebhookUrl::parse(s).map(WebhookUrl::into_string)
 }
 
-/// Parses `500ms`, `2s`, `1m`, or a number of seconds.
+/// Parses `500ms`, `2s`, `1m`, or a number of seconds, from 10ms to 1h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("`{s}` is not a duration: write e.g. 500ms, 2s or 1m");
+    duration_within(s, 0.01, 3600.0, "from 10ms to 1h")
+}
+
+/// Parses `--max-wait`: `90s`, `2m`, `1h`, from 1s to 24h (a CI job's
+/// longest wait, and a typo such as `2000h` refused).
+fn parse_max_wait(s: &str) -> Result<Duration, String> {
+    duration_within(s, 1.0, 86_400.0, "from 1s to 24h")
+}
+
+/// A number with `ms`, `s`, `m` or `h` (seconds without a unit), within
+/// `min..=max` seconds. A few lines, so no crate for it.
+fn duration_within(s: &str, min: f64, max: f64, range: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}` is not a duration: write e.g. 500ms, 90s or 2m");
     let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
         Some(i) => s.split_at(i),
         None => (s, "s"),
@@ -335,12 +465,34 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,
+        "h" => n * 3600.0,
         _ => return Err(bad()),
     };
-    if !(0.01..=3600.0).contains(&seconds) {
-        return Err(format!("`{s}` is out of range: from 10ms to 1h"));
+    if !(min..=max).contains(&seconds) {
+        return Err(format!("`{s}` is out of range: {range}"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// `--count`: a whole number from 1 (0 would be met before anything is
+/// received).
+fn parse_count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a count: a whole number from 1")),
+    }
+}
+
+/// A status the service knows (a typo would never match, and a script
+/// waiting for it would wait until --max-wait).
+fn parse_status(s: &str) -> Result<String, String> {
+    match Status::parse_known(s) {
+        Some(status) => Ok(status.as_str().to_owned()),
+        None => Err(format!(
+            "`{s}` is not a status: one of {}",
+            Status::KNOWN.map(|k| k.as_str().to_owned()).join(", ")
+        )),
+    }
 }
 
 /// The command tree with the exit codes in every `--help`.
@@ -389,5 +541,24 @@ mod tests {
         assert!(parse_duration("2h").is_err());
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn a_max_wait_is_from_one_second_to_a_day() {
+        assert_eq!(parse_max_wait("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_max_wait("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_max_wait("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_max_wait("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_max_wait("45"), Ok(Duration::from_secs(45)));
+        for bad in ["500ms", "25h", "2d", "m", "", "-5s", "2 m"] {
+            assert!(parse_max_wait(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn statuses_are_the_known_ones() {
+        assert_eq!(parse_status("delivered").as_deref(), Ok("delivered"));
+        let e = parse_status("deliverd").unwrap_err();
+        assert!(e.contains("in_transit"), "{e}");
     }
 }

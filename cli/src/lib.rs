@@ -98,7 +98,9 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
         }
         // Reads the configuration itself: a file that cannot be read is one
         // of the things it reports.
-        Command::Doctor => commands::doctor::exec(cli.global, sources, out).await,
+        Command::Doctor(args) => commands::doctor::exec(cli.global, sources, out, args).await,
+        // Replays a file to a local app: no service, no configuration.
+        Command::Replay(args) => commands::replay::exec(out, cli.global.output, args).await,
         command => {
             let creating = matches!(command, Command::Config(_));
             let ctx = Ctx::new(cli.global, sources, creating)?;
@@ -112,7 +114,9 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
                 Command::Webhooks(c) => commands::webhooks::exec(&ctx, out, c).await,
                 Command::Listen(args) => commands::listen::exec(&ctx, out, args).await,
                 Command::Config(c) => commands::config::exec(&ctx, out, c),
-                Command::Completions { .. } | Command::Doctor => unreachable!("handled above"),
+                Command::Completions { .. } | Command::Doctor(_) | Command::Replay(_) => {
+                    unreachable!("handled above")
+                }
             }
         }
     };

@@ -19,12 +19,16 @@
 //! 6. **listener key**: the key `shipctl listen` signs with exists.
 //!
 //! A check whose prerequisite failed is not run, and is listed as such.
+//! A profile without a saved session (a merchant who uses only an API
+//! key) has the checks that need one (4, 5) listed as not checked, with
+//! the command that signs in, and they do not fail `doctor` unless
+//! `--require-session`.
 //! Every request goes out once (no retries) with a 10 s limit: `doctor`
 //! reports what it sees, and retries would hide the flaky network it is
 //! asked about.
 
 mod account;
-use account::{api_key, session, webhooks};
+use account::{SessionState, api_key, session, webhooks};
 mod cert;
 mod probe;
 
@@ -37,7 +41,7 @@ use serde::Serialize;
 use shipment_sdk::model::{Delivery, Webhook};
 use shipment_sdk::{Client, DashboardClient, Listener};
 
-use crate::cli::{EnvironmentName, GlobalArgs};
+use crate::cli::{DoctorArgs, EnvironmentName, GlobalArgs};
 use crate::config::{self, ConfigFile, GlobalSources, Paths, Session, Settings, Source};
 use crate::error::{FAILURE, Failure, Surface};
 use crate::output::{self, Format};
@@ -96,27 +100,42 @@ impl Check {
             fix: None,
         }
     }
+
+    /// Not run because something optional is missing (a session), with
+    /// what would let it run.
+    fn not_checked(name: impl Into<String>, why: &str, hint: impl Into<String>) -> Check {
+        Check {
+            fix: Some(hint.into()),
+            ..Check::skip(name, why)
+        }
+    }
 }
 
-/// The whole answer of `-o json`.
+/// The whole answer of `-o json`: `ok` as the exit code says (no check
+/// failed; checks not run do not count).
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     ok: bool,
     checks: &'a [Check],
 }
 
-/// Runs every check, prints them, and fails (exit 1) unless all passed.
+/// Runs every check, prints them, and fails (exit 1) when one failed. A
+/// check not run fails nothing by itself: one whose prerequisite failed
+/// comes with that failure, and one that needs a session the profile does
+/// not have is optional (unless `--require-session`, which makes it a
+/// failure).
 pub async fn exec(
     global: GlobalArgs,
     sources: GlobalSources,
     out: &mut dyn Write,
+    args: DoctorArgs,
 ) -> Result<(), Failure> {
     let format = global.output;
-    let checks = diagnose(global, sources).await;
+    let checks = diagnose(global, sources, args.require_session).await;
     print(out, format, &checks)?;
     let failed = checks.iter().filter(|c| !c.ok && !c.skipped).count();
     let skipped = checks.iter().filter(|c| c.skipped).count();
-    if failed == 0 && skipped == 0 {
+    if failed == 0 {
         return Ok(());
     }
     let mut message = format!("{failed} of {} checks failed", checks.len());
@@ -127,7 +146,7 @@ pub async fn exec(
 }
 
 /// Every check, in order.
-async fn diagnose(global: GlobalArgs, sources: GlobalSources) -> Vec<Check> {
+async fn diagnose(global: GlobalArgs, sources: GlobalSources, require_session: bool) -> Vec<Check> {
     let mut checks = Vec::new();
     let ctx = match settings(global, sources) {
         Ok(ctx) => ctx,
@@ -181,20 +200,27 @@ async fn diagnose(global: GlobalArgs, sources: GlobalSources) -> Vec<Check> {
         (Some(_), false) => Err("the service did not answer"),
     };
     let client = api_key(&ctx, online, &mut checks).await;
-    let dashboard = session(&ctx, online, &mut checks).await;
+    let dashboard = session(&ctx, online, require_session, &mut checks).await;
     match (&dashboard, online) {
         (_, Err(why)) => checks.push(Check::skip("webhooks", why)),
-        (None, Ok(())) => checks.push(Check::fail(
+        (SessionState::Missing, Ok(())) => checks.push(Check::not_checked(
             "webhooks",
             "their delivery logs need a dashboard session",
             login(&ctx),
         )),
-        (Some((dashboard, hooks)), Ok(())) => webhooks(dashboard, hooks, &mut checks).await,
+        (SessionState::Unusable, Ok(())) => checks.push(Check::fail(
+            "webhooks",
+            "their delivery logs need a dashboard session",
+            login(&ctx),
+        )),
+        (SessionState::Accepted(dashboard, hooks), Ok(())) => {
+            webhooks(dashboard, hooks, &mut checks).await;
+        }
     }
     let listener = match (&client, &dashboard) {
         (Some(client), _) => Some(client.listener()),
-        (None, Some((dashboard, _))) => Some(dashboard.listener()),
-        (None, None) => None,
+        (None, SessionState::Accepted(dashboard, _)) => Some(dashboard.listener()),
+        (None, _) => None,
     };
     checks.push(match (online, listener) {
         (Err(why), _) => Check::skip(LISTENER, why),
@@ -478,7 +504,7 @@ fn print(out: &mut dyn Write, format: Format, checks: &[Check]) -> io::Result<()
         Format::Json => output::json(
             out,
             &Report {
-                ok: checks.iter().all(|c| c.ok),
+                ok: checks.iter().all(|c| c.ok || c.skipped),
                 checks,
             },
         ),

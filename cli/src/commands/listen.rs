@@ -7,17 +7,24 @@
 //! local app needs no public address and no certificate. The stream is
 //! reopened with back-off when it drops, resuming after the last change
 //! received.
+//!
+//! For scripts and CI: `--status`/`--code` filter, `--until-status`,
+//! `--count` and `--max-wait` end the command with an exit code a script
+//! can test, `--ready-file` says when the stream is connected, and
+//! `--record` keeps every delivery for [`replay`](super::replay).
 
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use shipment_sdk::model::{ListenerDelivery, SigningKey};
+use serde::{Deserialize, Serialize};
+use shipment_sdk::model::{ListenerDelivery, ShipmentCode, SigningKey};
 use shipment_sdk::{Listener, ListenerStream};
 
 use crate::cli::ListenArgs;
-use crate::error::{FAILURE, Failure, Surface, root_cause};
+use crate::error::{FAILURE, Failure, Surface, UNAVAILABLE, root_cause};
 use crate::output::{self, Format};
 use crate::{Ctx, USER_AGENT, note};
 
@@ -31,6 +38,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// event alone does not count, or a service that ends every stream right
 /// after it would be reconnected to in a tight loop.
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
+
+/// The header that names a delivery, as the service's webhook deliveries
+/// carry it.
+pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
 
 /// The credential the stream is opened with: the API key if the profile
 /// has one, else the dashboard session (both see the same merchant).
@@ -68,27 +79,295 @@ impl Credential {
     }
 }
 
-/// One line of output per delivery.
-#[derive(Debug, Serialize)]
-struct Forwarded<'a> {
-    time: DateTime<Utc>,
-    delivery_id: &'a str,
-    shipment_code: &'a str,
-    version: i64,
-    status: Option<String>,
-    /// The local app's HTTP status, when it answered.
-    response_status: Option<u16>,
-    /// Why the local POST failed: no connection, a time-out, or a status
-    /// of 400 or more.
-    error: Option<String>,
-    /// Where a redirect (3xx) of the local app pointed: shown, never
-    /// followed (the body and signature go to `--forward-to` only).
-    location: Option<String>,
-    duration_ms: u64,
+/// Which changes are forwarded and printed: `--status` and `--code`, each
+/// any of its values, both when both are given. Empty lets all through.
+#[derive(Debug, Default)]
+pub struct Filter {
+    /// The statuses let through.
+    pub statuses: Vec<String>,
+    /// The shipments let through.
+    pub codes: Vec<ShipmentCode>,
+}
+
+impl Filter {
+    /// Whether a change of shipment `code` to `status` passes.
+    pub fn matches(&self, code: &str, status: Option<&str>) -> bool {
+        (self.codes.is_empty() || self.codes.iter().any(|c| c.as_str() == code))
+            && (self.statuses.is_empty()
+                || status.is_some_and(|s| self.statuses.iter().any(|f| f == s)))
+    }
+}
+
+/// One received delivery as `--record` appends it and `shipctl replay`
+/// reads it: one JSON object per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// The delivery's id (`dlv_<change>_l`).
+    pub delivery_id: String,
+    /// When `listen` received it.
+    pub received_at: DateTime<Utc>,
+    /// The shipment that changed.
+    pub shipment_code: String,
+    /// Its version after the change.
+    pub version: i64,
+    /// The headers a receiver checks, as they were sent.
+    pub headers: RecordedHeaders,
+    /// The body, exactly (JSON-escaped in the file, so byte for byte).
+    pub body: String,
+}
+
+/// The signature headers of a recorded delivery, under their HTTP names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedHeaders {
+    /// `X-Service-Signature`: `sha256=<hex>` of the body under the listener
+    /// signing key of the time.
+    #[serde(rename = "X-Service-Signature")]
+    pub signature: String,
+    /// `X-Service-Delivery-Id`: what a receiver removes duplicates by.
+    #[serde(rename = "X-Service-Delivery-Id")]
+    pub delivery_id: String,
+}
+
+impl Recorded {
+    fn of(delivery: &ListenerDelivery) -> Recorded {
+        Recorded {
+            delivery_id: delivery.delivery_id.clone(),
+            received_at: Utc::now(),
+            shipment_code: delivery.shipment_code.clone(),
+            version: delivery.version,
+            headers: RecordedHeaders {
+                signature: delivery.signature.clone(),
+                delivery_id: delivery.delivery_id.clone(),
+            },
+            body: delivery.body.clone(),
+        }
+    }
+
+    /// The delivery to POST again: its recorded headers and body.
+    pub fn delivery(&self) -> ListenerDelivery {
+        ListenerDelivery::new(
+            self.headers.delivery_id.clone(),
+            self.shipment_code.clone(),
+            self.version,
+            self.headers.signature.clone(),
+            self.body.clone(),
+        )
+    }
+}
+
+/// `--record FILE`, opened for appending.
+struct Recorder {
+    path: PathBuf,
+    file: File,
+}
+
+impl Recorder {
+    /// Opens (or creates) the file at the start, so a path that cannot be
+    /// written is a usage error before anything is received. Bodies carry
+    /// addresses and names: a new file is readable by its owner only.
+    fn open(path: &Path) -> Result<Recorder, Failure> {
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options
+            .open(path)
+            .map_err(|e| Failure::usage(format!("cannot open --record {}: {e}", path.display())))?;
+        Ok(Recorder {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    /// Appends one line, in one write (the file is not buffered: a line is
+    /// on disk before the delivery is forwarded).
+    fn append(&mut self, delivery: &ListenerDelivery) -> Result<(), Failure> {
+        let mut line = serde_json::to_vec(&Recorded::of(delivery))
+            .map_err(|e| Failure::new(FAILURE, format!("cannot encode a delivery: {e}")))?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(|e| {
+            Failure::new(
+                FAILURE,
+                format!("cannot append to --record {}: {e}", self.path.display()),
+            )
+        })
+    }
+}
+
+/// `--ready-file PATH`: checked and cleared at the start, written once the
+/// first stream is connected.
+struct ReadyFile(PathBuf);
+
+impl ReadyFile {
+    /// Removes a file left by an earlier run (a script would take it for
+    /// this run being ready) and checks that its directory exists.
+    fn prepare(path: &Path) -> Result<ReadyFile, Failure> {
+        let bad = |why: String| Failure::usage(format!("--ready-file {}: {why}", path.display()));
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(bad(format!("cannot remove the file left from before: {e}"))),
+        }
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(bad(format!("no directory {}", dir.display())));
+        }
+        Ok(ReadyFile(path.to_owned()))
+    }
+
+    /// Writes the process id, under a temporary name first and then
+    /// renamed, so a script never reads a file half written.
+    fn write(&self) -> Result<(), Failure> {
+        let mut temporary = self.0.clone().into_os_string();
+        temporary.push(format!(".{}.tmp", std::process::id()));
+        let temporary = PathBuf::from(temporary);
+        std::fs::write(&temporary, format!("{}\n", std::process::id()))
+            .and_then(|()| std::fs::rename(&temporary, &self.0))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&temporary);
+                Failure::new(
+                    FAILURE,
+                    format!("cannot write --ready-file {}: {e}", self.0.display()),
+                )
+            })
+    }
+}
+
+/// What ends the command with exit 0: `--until-status` (a change that
+/// passed the filter brings one of them) or `--count` (that many changes
+/// passed the filter).
+#[derive(Debug, Default)]
+struct Until {
+    statuses: Vec<String>,
+    count: Option<u64>,
+}
+
+impl Until {
+    fn waits(&self) -> bool {
+        !self.statuses.is_empty() || self.count.is_some()
+    }
+
+    /// Whether the `matched`-th change that passed, which brought `status`,
+    /// meets a condition; says which.
+    fn met(&self, matched: u64, code: &str, status: Option<&str>) -> Option<String> {
+        if let Some(status) = status.filter(|s| self.statuses.iter().any(|u| u == s)) {
+            return Some(format!("{code} is {status}"));
+        }
+        match self.count {
+            Some(n) if matched >= n => Some(format!("{matched} changes received")),
+            _ => None,
+        }
+    }
+
+    /// What was waited for, for the message when `--max-wait` runs out.
+    fn describe(&self, filter: &Filter, matched: u64) -> String {
+        let mut parts = Vec::new();
+        if !self.statuses.is_empty() {
+            let of = if filter.codes.is_empty() {
+                "any shipment".to_owned()
+            } else {
+                filter
+                    .codes
+                    .iter()
+                    .map(ShipmentCode::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            };
+            parts.push(format!(
+                "no change of {of} to {}",
+                self.statuses.join(" or ")
+            ));
+        }
+        if let Some(n) = self.count {
+            parts.push(format!("{matched} of {n} changes received"));
+        }
+        parts.join("; ")
+    }
+}
+
+/// Everything `listen` does with a delivery, decided at the start.
+struct Plan {
+    /// `--forward-to` and the client that POSTs to it; `None`: print only.
+    target: Option<(reqwest::Client, reqwest::Url)>,
+    filter: Filter,
+    until: Until,
+    record: Option<Recorder>,
+    ready_file: Option<ReadyFile>,
+    format: Format,
+}
+
+impl Plan {
+    fn new(args: &ListenArgs, format: Format) -> Result<Plan, Failure> {
+        let target = match &args.forward_to {
+            Some(raw) => Some((
+                local_client(args.timeout, args.skip_verify)?,
+                local_url(raw)?,
+            )),
+            None => None,
+        };
+        let filter = Filter {
+            statuses: args.status.clone(),
+            codes: args.code.clone(),
+        };
+        let until = Until {
+            statuses: args.until_status.clone(),
+            count: args.count,
+        };
+        // A wait that the filter makes impossible would only end with
+        // --max-wait (or never): a usage error instead.
+        if !filter.statuses.is_empty()
+            && !until.statuses.is_empty()
+            && !until.statuses.iter().any(|u| filter.statuses.contains(u))
+        {
+            return Err(Failure::usage(format!(
+                "--until-status {} cannot be met: --status lets only {} through",
+                until.statuses.join(", "),
+                filter.statuses.join(", ")
+            )));
+        }
+        let ready_file = args
+            .ready_file
+            .as_deref()
+            .map(ReadyFile::prepare)
+            .transpose()?;
+        let record = args.record.as_deref().map(Recorder::open).transpose()?;
+        Ok(Plan {
+            target,
+            filter,
+            until,
+            record,
+            ready_file,
+            format,
+        })
+    }
+}
+
+/// How far `listen` got, for the message when `--max-wait` runs out.
+#[derive(Debug, Default)]
+struct Progress {
+    /// A stream is open now.
+    connected: bool,
+    /// A stream was opened at least once.
+    ever_connected: bool,
+    /// Changes that passed the filter.
+    matched: u64,
+    /// Why the last connection attempt or stream failed.
+    last_problem: Option<String>,
+}
+
+/// How the command ends.
+enum End {
+    Done(Result<(), Failure>),
+    Interrupted,
+    TimedOut,
 }
 
 /// Runs `shipctl listen`.
 pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<(), Failure> {
+    let started = tokio::time::Instant::now();
     let credential = Credential::of(ctx)?;
     let listener = credential.listener();
     if args.print_secret {
@@ -102,45 +381,82 @@ pub async fn exec(ctx: &Ctx, out: &mut dyn Write, args: ListenArgs) -> Result<()
         writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
         return Ok(());
     }
+    // Checked before the key is replaced: a wrong flag changes nothing.
+    let mut plan = Plan::new(&args, ctx.format())?;
     if args.rotate_secret {
         let key = listener
             .rotate_signing_key()
             .await
             .map_err(|e| credential.fail(e))?;
-        match &args.forward_to {
-            None => {
-                writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
-                return Ok(());
-            }
-            Some(_) => note(format!(
-                "New listener signing key: {}",
-                key.signing_key.expose()
-            )),
+        if !args.listens() {
+            writeln!(out, "{}", output::escape(key.signing_key.expose()))?;
+            return Ok(());
         }
+        note(format!(
+            "New listener signing key: {}",
+            key.signing_key.expose()
+        ));
     }
-    let Some(target) = args.forward_to.as_deref() else {
-        return Err(Failure::usage("--forward-to URL is needed to listen"));
+    let deadline = args.max_wait.map(|wait| started + wait);
+    let mut progress = Progress::default();
+    let end = {
+        let forwarding = forward(&credential, &mut plan, out, &mut progress);
+        tokio::select! {
+            result = forwarding => End::Done(result),
+            _ = tokio::signal::ctrl_c() => End::Interrupted,
+            () = until(deadline) => End::TimedOut,
+        }
     };
-    let target = local_url(target)?;
-    let http = reqwest::Client::builder()
-        .user_agent(USER_AGENT)
-        .timeout(args.timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .danger_accept_invalid_certs(args.skip_verify)
-        .build()
-        .map_err(|e| Failure::new(FAILURE, format!("cannot make the HTTP client: {e}")))?;
-    let forwarding = forward(&credential, &http, &target, ctx.format(), out);
-    tokio::select! {
-        result = forwarding => result,
-        _ = tokio::signal::ctrl_c() => {
+    match end {
+        End::Done(result) => result,
+        End::Interrupted => {
             note("Stopped.");
             Ok(())
+        }
+        End::TimedOut => {
+            let wait = args.max_wait.unwrap_or_default();
+            let wait = format!("--max-wait {} s", wait.as_secs_f64());
+            let waited_for = plan.until.describe(&plan.filter, progress.matched);
+            if progress.connected {
+                Err(Failure::new(
+                    FAILURE,
+                    format!("{wait} ran out: {waited_for}"),
+                ))
+            } else {
+                let why = progress
+                    .last_problem
+                    .unwrap_or_else(|| "not connected".to_owned());
+                Err(Failure::new(
+                    UNAVAILABLE,
+                    format!("{wait} ran out while the service was unavailable ({why})"),
+                ))
+            }
         }
     }
 }
 
+/// Completes at `deadline`, or never without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The client that POSTs to the local app: no redirect followed (the body
+/// and signature go to the address given only).
+pub fn local_client(timeout: Duration, skip_verify: bool) -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        .user_agent(USER_AGENT)
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .danger_accept_invalid_certs(skip_verify)
+        .build()
+        .map_err(|e| Failure::new(FAILURE, format!("cannot make the HTTP client: {e}")))
+}
+
 /// Checks the `--forward-to` address: an absolute http(s) URL.
-fn local_url(raw: &str) -> Result<reqwest::Url, Failure> {
+pub fn local_url(raw: &str) -> Result<reqwest::Url, Failure> {
     let url = reqwest::Url::parse(raw)
         .map_err(|e| Failure::usage(format!("--forward-to `{raw}` is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
@@ -153,14 +469,15 @@ fn local_url(raw: &str) -> Result<reqwest::Url, Failure> {
 
 /// Connects, forwards every delivery, and reconnects when the stream ends
 /// or breaks, after a pause that doubles while streams stay unhealthy;
-/// returns only on an error that reconnecting cannot fix (the credential
-/// refused, the route missing).
+/// returns when a waiting condition is met, or on an error that
+/// reconnecting cannot fix (the credential refused, the route missing; and
+/// when waiting, a service unavailable at the first connection: a script
+/// should not hang on a wrong address).
 async fn forward(
     credential: &Credential,
-    http: &reqwest::Client,
-    target: &reqwest::Url,
-    format: Format,
+    plan: &mut Plan,
     out: &mut dyn Write,
+    progress: &mut Progress,
 ) -> Result<(), Failure> {
     let listener = credential.listener();
     let mut last_event_id: Option<i64> = None;
@@ -169,12 +486,24 @@ async fn forward(
     loop {
         let why = match listener.connect(last_event_id).await {
             Ok(mut stream) => {
-                announce(&stream, target, &mut key_shown);
+                progress.connected = true;
+                announce(&stream, plan.target.as_ref().map(|t| &t.1), &mut key_shown);
+                if !progress.ever_connected {
+                    progress.ever_connected = true;
+                    if let Some(ready) = &plan.ready_file {
+                        ready.write()?;
+                    }
+                }
                 let opened = Instant::now();
-                let relayed = relay(&mut stream, http, target, format, out).await?;
+                let relayed = relay(&mut stream, plan, out, progress).await?;
                 last_event_id = stream.last_event_id().or(last_event_id);
                 // The connection closes now, not after the pause.
                 drop(stream);
+                progress.connected = false;
+                if let Some(met) = relayed.met {
+                    note(format!("Done: {met}."));
+                    return Ok(());
+                }
                 if relayed.delivered > 0 || opened.elapsed() >= HEALTHY_AFTER {
                     backoff = FIRST_BACKOFF;
                 }
@@ -183,10 +512,18 @@ async fn forward(
                     Some(e) => format!("The stream broke off ({e})"),
                 }
             }
-            Err(e) if reconnectable(&e) => format!("Cannot reach the service ({e})"),
+            Err(e) if reconnectable(&e) => {
+                if plan.until.waits() && !progress.ever_connected {
+                    let mut failure = credential.fail(e);
+                    failure.code = UNAVAILABLE;
+                    return Err(failure);
+                }
+                format!("Cannot reach the service ({e})")
+            }
             Err(e) => return Err(credential.fail(e)),
         };
         note(format!("{why}; reconnecting in {} s", backoff.as_secs()));
+        progress.last_problem = Some(why);
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
@@ -212,37 +549,42 @@ fn reconnectable(e: &shipment_sdk::Error) -> bool {
 
 /// `Ready! …` with the key on the first connection, and again if the key
 /// changed since (it was rotated).
-fn announce(stream: &ListenerStream, target: &reqwest::Url, shown: &mut Option<String>) {
+fn announce(stream: &ListenerStream, target: Option<&reqwest::Url>, shown: &mut Option<String>) {
     let key: &SigningKey = stream.signing_key();
     let key = key.signing_key.expose();
     if shown.as_deref() == Some(key) {
         note("Reconnected");
         return;
     }
+    let doing = match target {
+        Some(target) => format!("Forwarding to {target}"),
+        None => "Printing each change (no --forward-to)".to_owned(),
+    };
     // The signing key goes to stderr, with the other notes: stdout is the
     // record of deliveries.
     let _ = writeln!(
         anstream::stderr(),
-        "Ready! Forwarding to {target}. Signing key: {}",
+        "Ready! {doing}. Signing key: {}",
         output::escape(key)
     );
     *shown = Some(key.to_owned());
 }
 
-/// How a stream went: deliveries forwarded, and the error it broke off
-/// with (`None`: it ended).
+/// How a stream went: deliveries received, the error it broke off with
+/// (`None`: it ended), or the condition met.
 struct Relayed {
     delivered: u64,
     broke: Option<shipment_sdk::Error>,
+    met: Option<String>,
 }
 
-/// Forwards deliveries until the stream ends or breaks.
+/// Records, filters and forwards (or prints) deliveries until the stream
+/// ends or breaks, or a waiting condition is met.
 async fn relay(
     stream: &mut ListenerStream,
-    http: &reqwest::Client,
-    target: &reqwest::Url,
-    format: Format,
+    plan: &mut Plan,
     out: &mut dyn Write,
+    progress: &mut Progress,
 ) -> Result<Relayed, Failure> {
     let mut delivered = 0;
     while let Some(event) = stream.next().await {
@@ -252,35 +594,111 @@ async fn relay(
                 return Ok(Relayed {
                     delivered,
                     broke: Some(e),
+                    met: None,
                 });
             }
         };
         delivered += 1;
-        let line = post(http, target, &event.delivery).await;
-        match format {
-            Format::Table => table_line(out, &line)?,
-            Format::Json | Format::Ndjson => output::json_line(out, &line)?,
+        let delivery = &event.delivery;
+        if let Some(recorder) = &mut plan.record {
+            recorder.append(delivery)?;
         }
-        out.flush()?;
+        let status = shipment_status(&delivery.body);
+        if !plan
+            .filter
+            .matches(&delivery.shipment_code, status.as_deref())
+        {
+            continue;
+        }
+        let line = match &plan.target {
+            Some((http, target)) => post(http, target, delivery, status.clone()).await,
+            None => Forwarded::printed(delivery, status.clone()),
+        };
+        write_line(out, plan.format, &line)?;
+        progress.matched += 1;
+        if let Some(met) =
+            plan.until
+                .met(progress.matched, &delivery.shipment_code, status.as_deref())
+        {
+            return Ok(Relayed {
+                delivered,
+                broke: None,
+                met: Some(met),
+            });
+        }
     }
     Ok(Relayed {
         delivered,
         broke: None,
+        met: None,
     })
 }
 
+/// One line of output per delivery.
+#[derive(Debug, Serialize)]
+pub struct Forwarded<'a> {
+    time: DateTime<Utc>,
+    delivery_id: &'a str,
+    shipment_code: &'a str,
+    version: i64,
+    status: Option<String>,
+    /// The local app's HTTP status, when it answered.
+    response_status: Option<u16>,
+    /// Why the local POST failed: no connection, a time-out, or a status
+    /// of 400 or more.
+    pub error: Option<String>,
+    /// Where a redirect (3xx) of the local app pointed: shown, never
+    /// followed (the body and signature go to `--forward-to` only).
+    location: Option<String>,
+    /// How long the local POST took; `None` when printing only.
+    duration_ms: Option<u64>,
+}
+
+impl<'a> Forwarded<'a> {
+    /// The line of a delivery printed without `--forward-to`.
+    fn printed(delivery: &'a ListenerDelivery, status: Option<String>) -> Forwarded<'a> {
+        Forwarded {
+            time: Utc::now(),
+            delivery_id: &delivery.delivery_id,
+            shipment_code: &delivery.shipment_code,
+            version: delivery.version,
+            status,
+            response_status: None,
+            error: None,
+            location: None,
+            duration_ms: None,
+        }
+    }
+}
+
+/// Prints a line as `--output` says, and flushes it (a script reads it at
+/// once).
+pub fn write_line(
+    out: &mut dyn Write,
+    format: Format,
+    line: &Forwarded<'_>,
+) -> Result<(), Failure> {
+    match format {
+        Format::Table => table_line(out, line)?,
+        Format::Json | Format::Ndjson => output::json_line(out, line)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// POSTs one delivery to the local app, byte for byte, and says how it went.
-async fn post<'a>(
+pub async fn post<'a>(
     http: &reqwest::Client,
     target: &reqwest::Url,
     delivery: &'a ListenerDelivery,
+    status: Option<String>,
 ) -> Forwarded<'a> {
     let started = Instant::now();
     let sent = http
         .post(target.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(webhook_verify::SIGNATURE_HEADER, &delivery.signature)
-        .header("X-Service-Delivery-Id", &delivery.delivery_id)
+        .header(DELIVERY_ID_HEADER, &delivery.delivery_id)
         .body(delivery.body.clone())
         .send()
         .await;
@@ -316,16 +734,17 @@ async fn post<'a>(
         delivery_id: &delivery.delivery_id,
         shipment_code: &delivery.shipment_code,
         version: delivery.version,
-        status: shipment_status(&delivery.body),
+        status,
         response_status,
         error,
         location,
-        duration_ms,
+        duration_ms: Some(duration_ms),
     }
 }
 
-/// The `status` of the shipment a body carries, for the line.
-fn shipment_status(body: &str) -> Option<String> {
+/// The `status` of the shipment a body carries, for the line and the
+/// filters.
+pub fn shipment_status(body: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Status {
         status: String,
@@ -347,9 +766,20 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 /// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`,
-/// what the stream carried [escaped](output::escape).
+/// what the stream carried [escaped](output::escape); without the local
+/// answer when printing only.
 fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> {
     let status = line.status.as_deref().unwrap_or("?");
+    let Some(duration_ms) = line.duration_ms else {
+        return writeln!(
+            out,
+            "{}  {}  v{:<3} {}",
+            output::short_time(&line.time),
+            output::escape(line.shipment_code),
+            line.version,
+            output::escape(status),
+        );
+    };
     let outcome = match (&line.response_status, &line.error, &line.location) {
         (Some(code), None, Some(to)) => format!("-> {code}, a redirect to {to} (not followed)"),
         (Some(code), None, None) => format!("-> {code}"),
@@ -364,7 +794,7 @@ fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> 
         line.version,
         output::escape(status),
         output::escape(&outcome),
-        line.duration_ms
+        duration_ms
     )
 }
 
@@ -397,7 +827,7 @@ mod tests {
             response_status: Some(200),
             error: None,
             location: None,
-            duration_ms: 12,
+            duration_ms: Some(12),
         };
         let mut out = Vec::new();
         table_line(&mut out, &line).unwrap();
@@ -406,5 +836,61 @@ mod tests {
         assert!(text.contains("delivered"), "{text}");
         assert!(text.contains("-> 200  12 ms"), "{text}");
         assert_eq!(shipment_status("not json"), None);
+    }
+
+    #[test]
+    fn a_printed_line_has_no_local_answer() {
+        let delivery = ListenerDelivery::new(
+            "dlv_7_l",
+            "SHP-7K3M-Q9ZX",
+            3,
+            "sha256=00",
+            r#"{"status":"delivered"}"#,
+        );
+        let mut line = Forwarded::printed(&delivery, Some("delivered".into()));
+        line.time = "2026-11-24T09:31:02Z".parse().unwrap();
+        let mut out = Vec::new();
+        table_line(&mut out, &line).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3   delivered\n"
+        );
+    }
+
+    #[test]
+    fn filters_take_any_of_their_values_and_both_must_pass() {
+        let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse().unwrap();
+        let all = Filter::default();
+        assert!(all.matches("SHP-0000-0000", None));
+        let filter = Filter {
+            statuses: vec!["delivered".into(), "cancelled".into()],
+            codes: vec![code],
+        };
+        assert!(filter.matches("SHP-7K3M-Q9ZX", Some("cancelled")));
+        assert!(!filter.matches("SHP-7K3M-Q9ZX", Some("in_transit")));
+        assert!(!filter.matches("SHP-0000-0000", Some("delivered")));
+        assert!(!filter.matches("SHP-7K3M-Q9ZX", None));
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_status_or_its_count() {
+        let until = Until {
+            statuses: vec!["delivered".into()],
+            count: Some(3),
+        };
+        assert_eq!(until.met(1, "SHP-7K3M-Q9ZX", Some("in_transit")), None);
+        assert_eq!(
+            until.met(2, "SHP-7K3M-Q9ZX", Some("delivered")).as_deref(),
+            Some("SHP-7K3M-Q9ZX is delivered")
+        );
+        assert_eq!(
+            until.met(3, "SHP-7K3M-Q9ZX", None).as_deref(),
+            Some("3 changes received")
+        );
+        assert_eq!(
+            until.describe(&Filter::default(), 2),
+            "no change of any shipment to delivered; 2 of 3 changes received"
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod couriers;
 pub mod doctor;
 pub mod keys;
 pub mod listen;
+pub mod replay;
 pub mod shipments;
 pub mod webhooks;
 

@@ -19,6 +19,7 @@ db_tests!(
     a_revoked_key_and_no_session_each_name_their_fix,
     a_key_of_the_other_environment_is_caught_before_sending_and_by_the_service,
     failing_and_paused_webhooks_are_reported_with_their_last_error,
+    a_merchant_with_only_an_api_key_passes_unless_a_session_is_required,
 );
 
 /// Asserts a snapshot with the shared filters and those of `doctor`'s
@@ -180,8 +181,10 @@ async fn a_revoked_key_and_no_session_each_name_their_fix(server: &TestApp) {
 
     let shipctl = shipctl.env("SHIPCTL_API_KEY", &key);
     let run = shipctl.run_async(&["doctor"]).await.expect_code(1);
+    // Without a session, the checks that need one are not run (and fail
+    // nothing): the refused key is the one failure.
     let failed = lines_of(&run, "✗");
-    assert_eq!(failed.len(), 3, "API key, session, webhooks: {run}");
+    assert_eq!(failed.len(), 1, "API key: {run}");
     assert!(
         run.stdout.contains("invalid or revoked API key"),
         "the service's reason: {run}"
@@ -202,6 +205,49 @@ async fn a_revoked_key_and_no_session_each_name_their_fix(server: &TestApp) {
             );
         }
     }
+}
+
+/// A merchant who uses only an API key (no dashboard session): the checks
+/// that need a session are not checked, with the command that signs in,
+/// and doctor passes; `--require-session` makes them fail.
+async fn a_merchant_with_only_an_api_key_passes_unless_a_session_is_required(server: &TestApp) {
+    let f = server.fixture().await;
+    let shipctl = Shipctl::new()
+        .env("SHIPCTL_BASE_URL", &server.base)
+        .env("SHIPCTL_API_KEY", &f.key);
+    // The listener key exists, so every check that can run passes.
+    shipctl.run_async(&["listen", "--print-secret"]).await.ok();
+    let run = shipctl.run_async(&["doctor"]).await.ok();
+    assert!(lines_of(&run, "✗").is_empty(), "{run}");
+    assert_eq!(lines_of(&run, "- ").len(), 2, "session, webhooks: {run}");
+    assert!(run.stderr.is_empty(), "{run}");
+    doctor_snapshot!("doctor_api_key_only", run);
+
+    let report = shipctl
+        .run_async(&["doctor", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(report["ok"], true, "{report}");
+    let session = &report["checks"].as_array().unwrap()[6];
+    assert_eq!(session["name"], "session", "{report}");
+    assert_eq!(session["skipped"], true, "{session}");
+    assert_eq!(session["fix"], "`shipctl login`", "{session}");
+
+    let run = shipctl
+        .run_async(&["doctor", "--require-session"])
+        .await
+        .expect_code(1);
+    let failed = lines_of(&run, "✗");
+    assert_eq!(failed.len(), 2, "session, webhooks: {run}");
+    assert!(
+        run.stdout.contains(
+            "✗ session       not signed in (profile default), and --require-session\n  \
+             → fix: `shipctl login`"
+        ),
+        "{run}"
+    );
+    assert!(run.stderr.contains("error: 2 of 9 checks failed"), "{run}");
 }
 
 async fn a_key_of_the_other_environment_is_caught_before_sending_and_by_the_service(

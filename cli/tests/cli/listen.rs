@@ -33,14 +33,14 @@ db_tests!(db; listen_outlives_a_server_that_stops);
 
 /// What the local app received.
 #[derive(Clone, Debug)]
-struct Got {
-    headers: HeaderMap,
-    body: Vec<u8>,
+pub(crate) struct Got {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
 }
 
 /// A plain-HTTP local app on a free port that answers `status`; returns its
 /// URL and what it receives.
-async fn local_app(status: StatusCode) -> (String, mpsc::Receiver<Got>) {
+pub(crate) async fn local_app(status: StatusCode) -> (String, mpsc::Receiver<Got>) {
     local_app_with(status, &[]).await
 }
 
@@ -82,10 +82,10 @@ async fn local_app_with(
 }
 
 /// `shipctl listen` with its stdout and stderr read line by line.
-struct Listening {
-    child: Child,
-    stdout: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<String>,
+pub(crate) struct Listening {
+    pub(crate) child: Child,
+    pub(crate) stdout: mpsc::Receiver<String>,
+    pub(crate) stderr: mpsc::Receiver<String>,
 }
 
 /// A test that fails does not leave `listen` running.
@@ -112,7 +112,7 @@ fn lines(from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 }
 
 impl Listening {
-    fn start(shipctl: &Shipctl, args: &[&str]) -> Listening {
+    pub(crate) fn start(shipctl: &Shipctl, args: &[&str]) -> Listening {
         let mut child = shipctl.spawn(args);
         let stdout = lines(child.stdout.take().unwrap());
         let stderr = lines(child.stderr.take().unwrap());
@@ -152,7 +152,7 @@ impl Listening {
         key
     }
 
-    fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         self.stdout
             .recv_timeout(Duration::from_secs(20))
             .expect("a line per delivery")
@@ -160,7 +160,7 @@ impl Listening {
 
     /// Waits (at most 20 s) for `listen` to end by itself; the exit code
     /// and every line on stderr after the ready line.
-    fn wait_for_exit(mut self) -> (Option<i32>, Vec<String>) {
+    pub(crate) fn wait_for_exit(mut self) -> (Option<i32>, Vec<String>) {
         let started = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -179,7 +179,7 @@ impl Listening {
     }
 
     /// Ctrl-C, and the exit code.
-    fn interrupt(mut self) -> (Option<i32>, Vec<String>) {
+    pub(crate) fn interrupt(mut self) -> (Option<i32>, Vec<String>) {
         let pid = self.child.id().to_string();
         let sent = std::process::Command::new("kill")
             .args(["-INT", &pid])
@@ -196,7 +196,7 @@ impl Listening {
     }
 }
 
-fn shipctl_for(server: &TestApp, key: &str) -> Shipctl {
+pub(crate) fn shipctl_for(server: &TestApp, key: &str) -> Shipctl {
     Shipctl::new()
         .env("SHIPCTL_BASE_URL", &server.base)
         .env("SHIPCTL_API_KEY", key)
@@ -265,7 +265,7 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
 }
 
 /// Durations vary from run to run.
-fn ms_redacted(text: &str) -> String {
+pub(crate) fn ms_redacted(text: &str) -> String {
     text.lines()
         .map(|line| match line.rsplit_once("  ") {
             Some((rest, ms)) if ms.ends_with(" ms") => format!("{rest}  [MS] ms"),
@@ -363,9 +363,13 @@ async fn the_listener_key_is_printed_and_replaced_on_request(server: &TestApp) {
         .stdout;
     assert_eq!(shown, rotated);
 
-    // Usage: an address is needed to listen, and it must be http(s).
-    let run = shipctl.run_async(&["listen"]).await.expect_code(2);
-    assert!(run.stderr.contains("--forward-to"), "{run}");
+    // Usage: --max-wait needs something to wait for, and an address must
+    // be http(s).
+    let run = shipctl
+        .run_async(&["listen", "--max-wait", "1m"])
+        .await
+        .expect_code(2);
+    assert!(run.stderr.contains("--until-status"), "{run}");
     let run = shipctl
         .run_async(&["listen", "--forward-to", "localhost:3000"])
         .await
@@ -506,7 +510,7 @@ async fn listen_outlives_a_server_that_stops(db: Db) {
 /// connection (from 0) is answered by `serve(n, connection)` (usually
 /// with [`event_stream`]) once its request is read; it closes when `serve`
 /// returns. Returns the base URL and the number of connections so far.
-fn stand_in(
+pub(crate) fn stand_in(
     serve: impl Fn(usize, &mut TcpStream) + Send + Sync + 'static,
 ) -> (String, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -533,23 +537,23 @@ fn stand_in(
 }
 
 /// Answers with an event stream that starts with `text`.
-fn event_stream(stream: &mut TcpStream, text: &str) -> std::io::Result<()> {
+pub(crate) fn event_stream(stream: &mut TcpStream, text: &str) -> std::io::Result<()> {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
                 connection: close\r\n\r\n";
     stream.write_all(head.as_bytes())?;
     stream.write_all(text.as_bytes())
 }
 
-fn ready_event(key: &str) -> String {
+pub(crate) fn ready_event(key: &str) -> String {
     format!(
         "event: ready\ndata: {{\"signing_key\":{},\"created_at\":\"2026-11-24T09:00:00Z\"}}\n\n",
         serde_json::to_string(key).unwrap()
     )
 }
 
-const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
+pub(crate) const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
 
-fn shipctl_at(base: &str) -> Shipctl {
+pub(crate) fn shipctl_at(base: &str) -> Shipctl {
     Shipctl::new()
         .env("SHIPCTL_BASE_URL", base)
         .env("SHIPCTL_API_KEY", "sk_test_0123456789abcdefghijABCDEFGHIJ")

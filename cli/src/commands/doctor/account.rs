@@ -154,29 +154,51 @@ pub(super) async fn api_key(
     }
 }
 
+/// What the session check found.
+pub(super) enum SessionState {
+    /// The profile has none (never signed in, or signed out), and
+    /// `--require-session` was not given: the checks needing it are not run.
+    Missing,
+    /// One that cannot be used: required and missing, saved for another
+    /// address, ended, refused, or not checked because the service did not
+    /// answer.
+    Unusable,
+    /// Accepted: the client and the webhooks it listed on the way.
+    Accepted(DashboardClient, Vec<Webhook>),
+}
+
 /// The dashboard session: saved, for this address, not ended, and
-/// accepted. Returns the client and the webhooks it listed on the way.
+/// accepted.
 pub(super) async fn session(
     ctx: &Ctx,
     online: Result<(), &str>,
+    require_session: bool,
     checks: &mut Vec<Check>,
-) -> Option<(DashboardClient, Vec<Webhook>)> {
+) -> SessionState {
     const NAME: &str = "session";
     let profile = &ctx.settings.profile.value;
     let file = format!("sessions/{profile}.toml");
     let saved = match Session::load(&ctx.paths, profile) {
         Ok(Some(saved)) => saved,
-        Ok(None) => {
+        Ok(None) if require_session => {
             checks.push(Check::fail(
                 NAME,
-                format!("not signed in (profile {profile})"),
+                format!("not signed in (profile {profile}), and --require-session"),
                 login(ctx),
             ));
-            return None;
+            return SessionState::Unusable;
+        }
+        Ok(None) => {
+            checks.push(Check::not_checked(
+                NAME,
+                &format!("not signed in (profile {profile})"),
+                login(ctx),
+            ));
+            return SessionState::Missing;
         }
         Err(f) => {
             checks.push(Check::fail(NAME, f.message, login(ctx)));
-            return None;
+            return SessionState::Unusable;
         }
     };
     let base = ctx.settings.effective_base_url();
@@ -189,7 +211,7 @@ pub(super) async fn session(
             ),
             login(ctx),
         ));
-        return None;
+        return SessionState::Unusable;
     }
     let now = Utc::now();
     if saved.expires_at <= now {
@@ -202,11 +224,11 @@ pub(super) async fn session(
             ),
             login(ctx),
         ));
-        return None;
+        return SessionState::Unusable;
     }
     if let Err(why) = online {
         checks.push(Check::skip(NAME, why));
-        return None;
+        return SessionState::Unusable;
     }
     let built = ctx.dashboard_builder().and_then(|b| {
         b.timeout(probe::TIMEOUT)
@@ -219,7 +241,7 @@ pub(super) async fn session(
         Ok(dashboard) => dashboard,
         Err(f) => {
             checks.push(Check::fail(NAME, f.message, login(ctx)));
-            return None;
+            return SessionState::Unusable;
         }
     };
     match dashboard.webhooks().list().await {
@@ -233,7 +255,7 @@ pub(super) async fn session(
                     probe::seconds(saved.expires_at - now)
                 ),
             ));
-            Some((dashboard, hooks))
+            SessionState::Accepted(dashboard, hooks)
         }
         Err(e) => {
             let fix = if e.is_unauthenticated() {
@@ -247,7 +269,7 @@ pub(super) async fn session(
                 format!("{}'s session was refused: {why}", saved.email),
                 fix,
             ));
-            None
+            SessionState::Unusable
         }
     }
 }
