@@ -122,7 +122,7 @@
 //!   [`no_proxy`](Builder::no_proxy) ignores them), extra
 //!   [root certificates](Builder::add_root_certificate_pem), a
 //!   [client certificate](Builder::client_certificate_pem) for mutual TLS,
-//!   and [hooks](hooks) run on every attempt
+//!   and [hooks] run on every attempt
 //!   ([`on_request`](Builder::on_request), which may add headers but not
 //!   touch the credential or the `Idempotency-Key`, and
 //!   [`on_response`](Builder::on_response)).

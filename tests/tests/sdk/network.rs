@@ -674,6 +674,27 @@ async fn hooks_see_every_attempt_and_add_headers_but_not_protected_ones(server: 
     }
     assert!(heads.iter().all(|h| !h.contains("hijacked")));
 
+    // Opening the event stream runs the hooks too, once (a stream is not
+    // retried by the client; its reader reconnects).
+    let stream = client.listener().connect(Some(7)).await.unwrap();
+    let listen = format!("{plain}/webhooks/listen");
+    assert_eq!(
+        requests.lock().unwrap().last().unwrap(),
+        &format!("GET {listen} attempt=1 key=[redacted] idem=false")
+    );
+    assert_eq!(
+        responses.lock().unwrap().last().unwrap(),
+        &format!("GET {listen} 200 attempt=1 request_id=true")
+    );
+    let head = proxy.heads().pop().unwrap();
+    assert!(
+        head.starts_with("get ") && head.contains("/webhooks/listen"),
+        "{head}"
+    );
+    assert!(head.contains("x-egress-token: route-42"), "{head}");
+    assert!(head.contains("last-event-id: 7"), "{head}");
+    drop(stream);
+
     // The dashboard's builder takes hooks too; the session's Bearer token
     // reads [redacted] to them, and the sign-in is never retried.
     let auth = Arc::<Mutex<Vec<String>>>::default();
