@@ -113,6 +113,29 @@ impl NetworkOptions {
     pub fn has_tls_settings(&self) -> bool {
         !self.root_certificates.is_empty() || self.identity.is_some()
     }
+
+    /// Which TLS setting TLS refused, once building the client failed: the
+    /// only one given, or, with both, the roots if a client with them
+    /// alone cannot be built either (only on this failure path).
+    pub fn refused_setting(&self) -> &'static str {
+        if self.identity.is_none() {
+            return "root certificate";
+        }
+        if self.root_certificates.is_empty() {
+            return "client certificate";
+        }
+        let roots_alone = NetworkOptions {
+            identity: None,
+            ..self.clone()
+        };
+        match roots_alone
+            .apply(reqwest::Client::builder())
+            .map(reqwest::ClientBuilder::build)
+        {
+            Ok(Ok(_)) => "client certificate",
+            _ => "root certificate",
+        }
+    }
 }
 
 fn explicit_proxy(raw: &str) -> Result<reqwest::Proxy> {
@@ -239,6 +262,34 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_root_that_tls_cannot_read_is_named_when_the_client_is_built() {
+        let garbage = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let mut options = crate::transport::HttpOptions::default();
+        options.network.root_certificates.push(garbage.to_vec());
+        let err = options.http_client().unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidCertificate { what: "root certificate", reason } if reason.contains("TLS refused")),
+            "{err:?}"
+        );
+        // With a client certificate as well, still the root is named.
+        options.network.identity = Some(ClientIdentity {
+            cert_chain: garbage.to_vec(),
+            private_key: b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".to_vec(),
+        });
+        let err = options.http_client().unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::InvalidCertificate {
+                    what: "root certificate",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[test]

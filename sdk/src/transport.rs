@@ -96,11 +96,7 @@ impl HttpOptions {
             let reason = error_chain(&e);
             if self.network.has_tls_settings() {
                 Error::InvalidCertificate {
-                    what: if self.network.identity.is_some() {
-                        "client certificate"
-                    } else {
-                        "root certificate"
-                    },
+                    what: self.network.refused_setting(),
                     reason: format!("TLS refused the settings: {reason}"),
                 }
             } else {
