@@ -344,8 +344,9 @@ impl<C> Builder<C> {
     /// wants, a correlation id.
     ///
     /// It cannot break the client's rules: the method, URL and body are not
-    /// its to change, and the credential, the `Idempotency-Key` and the
-    /// framing headers are refused
+    /// its to change, and the credential, the `Idempotency-Key`, `Accept`,
+    /// an event stream's `Last-Event-ID` and the framing headers are
+    /// refused
     /// ([`PROTECTED_HEADERS`](crate::hooks::PROTECTED_HEADERS);
     /// `set_header` answers [`HeaderError`](crate::hooks::HeaderError)),
     /// so a create still carries one key on every retry and only what is

@@ -24,6 +24,9 @@ use reqwest::{Method, Url};
 /// - `idempotency-key`: the key a create carries is the same on every
 ///   retry of the call, which is what keeps a retry from making a second
 ///   shipment.
+/// - `accept`, `last-event-id`: what the SDK reads the answer as (JSON,
+///   or an event stream) and where an event stream resumes, so that a
+///   reconnected listener misses no change.
 /// - `content-type`, `content-length`, `transfer-encoding`, `host`,
 ///   `connection`, `te`, `upgrade`, `proxy-authorization`: how the body and
 ///   the connection are framed, and the proxy's credential (from
@@ -32,6 +35,8 @@ pub const PROTECTED_HEADERS: &[&str] = &[
     "x-api-key",
     "authorization",
     "idempotency-key",
+    "accept",
+    "last-event-id",
     "content-type",
     "content-length",
     "transfer-encoding",
@@ -162,7 +167,7 @@ impl OutgoingRequest<'_> {
     }
 
     /// Sets a header, replacing any value it had (an earlier hook's, or
-    /// the SDK's `User-Agent` or `Accept`).
+    /// the SDK's `User-Agent`).
     ///
     /// # Errors
     ///
