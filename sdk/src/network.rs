@@ -85,7 +85,9 @@ impl NetworkOptions {
             // reqwest reads the variables itself when no proxy is given
             // (its "system proxy"; without its `system-proxy` feature,
             // which the SDK leaves off, that is the environment alone, on
-            // every platform). Kept as the default because it is what
+            // every platform, unless another crate of the program turns
+            // the feature on, and macOS's or Windows's settings count
+            // too). Kept as the default because it is what
             // curl, Go's and Python's clients do: a container on a network
             // whose egress goes through a proxy gets HTTPS_PROXY for every
             // program in it, and a client that ignored it would fail to
