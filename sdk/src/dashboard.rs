@@ -79,8 +79,10 @@ impl DashboardClient {
     /// Starts configuring a dashboard client: the same [`Builder`] as
     /// [`Client::builder`](crate::Client::builder), with the same settings
     /// (`environment`, `base_url`, `timeout`, `connect_timeout`,
-    /// `max_retries`, `retry_backoff`, `max_retry_after`, `user_agent`);
-    /// instead of an API key, [`login`](Builder::login) or
+    /// `max_retries`, `retry_backoff`, `max_retry_after`, `user_agent`,
+    /// and for a production network `proxy`, `no_proxy`,
+    /// `add_root_certificate_pem`, `client_certificate_pem`, `on_request`,
+    /// `on_response`); instead of an API key, [`login`](Builder::login) or
     /// [`token`](Builder::token) finishes it.
     ///
     /// ```no_run

@@ -103,6 +103,21 @@ pub enum Error {
     /// bad base URL, an unusable option.
     #[error("invalid client configuration: {0}")]
     Config(String),
+    /// A certificate given to the builder cannot be used: a root
+    /// certificate ([`add_root_certificate_pem`](crate::Builder::add_root_certificate_pem))
+    /// or the client certificate and key
+    /// ([`client_certificate_pem`](crate::Builder::client_certificate_pem))
+    /// that is not PEM, holds no certificate or key, or (found when the
+    /// client is built) that TLS refuses, such as a key that does not
+    /// belong to its certificate. Nothing was sent. The message never
+    /// contains the key.
+    #[error("invalid {what}: {reason}")]
+    InvalidCertificate {
+        /// `"root certificate"` or `"client certificate"`.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The API key belongs to the other environment (an `sk_live_` key with
     /// staging, or an `sk_test_` key with production); nothing was sent.
     #[error(

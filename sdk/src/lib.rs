@@ -116,6 +116,16 @@
 //! - Reads and shipment creation are retried on connection failures,
 //!   time-outs, 429, 502, 503 and 504, with exponential back-off and full
 //!   jitter, honouring `Retry-After`. Other errors are never retried.
+//! - On a production network, the builder takes an HTTP
+//!   [proxy](Builder::proxy) (by default the `HTTPS_PROXY`, `HTTP_PROXY`,
+//!   `ALL_PROXY` and `NO_PROXY` variables are honoured, as curl does;
+//!   [`no_proxy`](Builder::no_proxy) ignores them), extra
+//!   [root certificates](Builder::add_root_certificate_pem), a
+//!   [client certificate](Builder::client_certificate_pem) for mutual TLS,
+//!   and [hooks] run on every attempt
+//!   ([`on_request`](Builder::on_request), which may add headers but not
+//!   touch the credential or the `Idempotency-Key`, and
+//!   [`on_response`](Builder::on_response)).
 //! - Each call runs in a `tracing` span `shipment_sdk.request` with the
 //!   method, the path template, the attempt, the status and the request id.
 //! - [`model`] is the wire model shared with the reference server. A status
@@ -192,6 +202,10 @@ mod client;
 mod dashboard;
 #[cfg(feature = "client")]
 mod error;
+#[cfg(feature = "client")]
+pub mod hooks;
+#[cfg(feature = "client")]
+mod network;
 #[cfg(feature = "client")]
 pub mod resources;
 #[cfg(feature = "client")]

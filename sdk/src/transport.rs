@@ -14,7 +14,9 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::error::{ApiError, Error, Result, TransportError};
+use crate::hooks::{Hooks, IncomingResponse};
 use crate::model::{Page, Problem};
+use crate::network::NetworkOptions;
 use crate::retry::{RetryPolicy, parse_retry_after};
 
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
@@ -28,6 +30,8 @@ pub(crate) struct HttpOptions {
     pub connect_timeout: Duration,
     pub user_agent: Option<String>,
     pub retry: RetryPolicy,
+    pub network: NetworkOptions,
+    pub hooks: Hooks,
 }
 
 impl Default for HttpOptions {
@@ -37,6 +41,8 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(10),
             user_agent: None,
             retry: RetryPolicy::default(),
+            network: NetworkOptions::default(),
+            hooks: Hooks::default(),
         }
     }
 }
@@ -51,10 +57,7 @@ pub(crate) const USER_AGENT: &str = concat!("shipment-sdk-rust/", env!("CARGO_PK
 impl HttpOptions {
     /// A connection-pooling HTTP client with these settings.
     pub fn http_client(&self) -> Result<reqwest::Client> {
-        self.builder()
-            .timeout(self.timeout)
-            .build()
-            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+        self.build(self.builder()?.timeout(self.timeout))
     }
 
     /// A client for event streams: no limit on the whole response (a stream
@@ -62,23 +65,56 @@ impl HttpOptions {
     /// reads, longer than the server's keep-alive interval (15 s) with room
     /// for a slow network, so a dead connection is noticed.
     pub fn stream_client(&self) -> Result<reqwest::Client> {
-        self.builder()
-            .read_timeout(STREAM_READ_TIMEOUT.max(self.timeout))
-            .build()
-            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+        self.build(
+            self.builder()?
+                .read_timeout(STREAM_READ_TIMEOUT.max(self.timeout)),
+        )
     }
 
-    fn builder(&self) -> reqwest::ClientBuilder {
-        let user_agent = self.user_agent.as_deref().unwrap_or(USER_AGENT);
-        reqwest::Client::builder()
+    /// The `User-Agent` every request carries.
+    pub fn user_agent(&self) -> &str {
+        self.user_agent.as_deref().unwrap_or(USER_AGENT)
+    }
+
+    fn builder(&self) -> Result<reqwest::ClientBuilder> {
+        let builder = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
-            .user_agent(user_agent)
             // A redirect would carry the API key (reqwest strips only the
             // standard credential headers across hosts), and a 307 or 308
             // the password or the body, to wherever `Location` points. A
             // 3xx is an `Error::Redirect` instead, naming it.
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        self.network.apply(builder)
     }
+
+    /// Builds the client. What fails here, once the settings parsed, is
+    /// TLS refusing them (a key that is not its certificate's, a root that
+    /// is not a certificate inside), so with the merchant's certificates
+    /// in play the failure is theirs.
+    fn build(&self, builder: reqwest::ClientBuilder) -> Result<reqwest::Client> {
+        builder.build().map_err(|e| {
+            let reason = error_chain(&e);
+            if self.network.has_tls_settings() {
+                Error::InvalidCertificate {
+                    what: self.network.refused_setting(),
+                    reason: format!("TLS refused the settings: {reason}"),
+                }
+            } else {
+                Error::Config(format!("cannot build the HTTP client: {reason}"))
+            }
+        })
+    }
+}
+
+/// `e` and its causes, `: `-separated (reqwest's own message is only
+/// "builder error").
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    for cause in std::iter::successors(e.source(), |c| c.source()) {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+    }
+    text
 }
 
 /// Checks a base URL (`http(s)://host[:port]/api/v1`) and drops any
@@ -391,11 +427,7 @@ impl Transport {
             .request(call.method.clone(), self.url(call))
             .headers(headers)
             .header(header::ACCEPT, "text/event-stream");
-        let response = self
-            .authorized(request)
-            .send()
-            .await
-            .map_err(classify_unanswered)?;
+        let response = self.send(http, self.authorized(request), 1).await?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Ok(response);
@@ -404,6 +436,46 @@ impl Transport {
         let headers = response.headers().clone();
         let body = response.bytes().await.map_err(classify)?;
         Err(error_answer(status, &url, &headers, &body))
+    }
+
+    /// Sends one attempt of a request: the `User-Agent`, the merchant's
+    /// request hooks (which may add headers, never the credential or the
+    /// `Idempotency-Key`), then the response hooks once the answer's
+    /// headers are in. An attempt that gets no answer is an error sorted
+    /// by [`classify_unanswered`], and no response hook sees it.
+    async fn send(
+        &self,
+        http: &reqwest::Client,
+        request: reqwest::RequestBuilder,
+        attempt: u32,
+    ) -> Result<reqwest::Response> {
+        let options = &self.inner.options;
+        let mut request = request
+            .header(header::USER_AGENT, options.user_agent())
+            .build()
+            .map_err(classify)?;
+        let hooks = &options.hooks;
+        // Copies for the hooks, whose request hooks change the headers the
+        // request owns; none without hooks, the common case.
+        let seen = hooks
+            .any()
+            .then(|| (request.method().clone(), request.url().clone()));
+        if let Some((method, url)) = &seen {
+            hooks.before(method, url, request.headers_mut(), attempt);
+        }
+        let started = std::time::Instant::now();
+        let response = http.execute(request).await.map_err(classify_unanswered)?;
+        if let Some((method, url)) = &seen {
+            hooks.after(&IncomingResponse {
+                method,
+                url,
+                status: response.status().as_u16(),
+                headers: response.headers(),
+                attempt,
+                elapsed: started.elapsed(),
+            });
+        }
+        Ok(response)
     }
 
     /// `request` with this transport's credential.
@@ -447,7 +519,7 @@ impl Transport {
                 attempt += 1;
                 let span = tracing::Span::current();
                 span.record("attempt", attempt);
-                let error = match self.attempt(call, url.clone(), &span).await {
+                let error = match self.attempt(call, url.clone(), attempt, &span).await {
                     Ok(answer) => return Ok(answer),
                     Err(e) => e,
                 };
@@ -469,7 +541,13 @@ impl Transport {
         .await
     }
 
-    async fn attempt(&self, call: &Call, url: Url, span: &tracing::Span) -> Result<Answer> {
+    async fn attempt(
+        &self,
+        call: &Call,
+        url: Url,
+        attempt: u32,
+        span: &tracing::Span,
+    ) -> Result<Answer> {
         let mut request = self.authorized(self.inner.http.request(call.method.clone(), url));
         if let Retry::WithIdempotencyKey(key) = &call.retry {
             request = request.header(IDEMPOTENCY_KEY_HEADER, key.as_str());
@@ -479,7 +557,7 @@ impl Transport {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let mut response = request.send().await.map_err(classify_unanswered)?;
+        let mut response = self.send(&self.inner.http, request, attempt).await?;
         let status = response.status().as_u16();
         span.record("status", status);
         let request_id = request_id_of(response.headers());

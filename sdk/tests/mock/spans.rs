@@ -53,8 +53,16 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
 async fn each_call_is_one_span_with_route_attempt_status_and_request_id() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let spans = Spans::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let ours = tracing::Dispatch::new(tracing_subscriber::registry().with(spans.clone()));
+    // Other tests of this binary reach the SDK's span on other threads,
+    // where no subscriber is set. With one subscriber in the process,
+    // tracing decides whether a callsite is wanted from the subscriber of
+    // the thread that reaches it first, and caches that: when another
+    // test got there first, "never", and this test saw no span (about one
+    // run in four). With two, it asks every subscriber in the process,
+    // this one included.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::dispatcher::set_default(&ours);
 
     let server = MockServer::start().await;
     Mock::given(method("GET"))

@@ -6,6 +6,7 @@ mod couriers;
 mod dashboard;
 mod errors;
 mod listing;
+mod network;
 mod redelivery;
 mod shipments;
 
