@@ -9,5 +9,6 @@ mod import;
 mod listen;
 mod offline;
 mod online;
+mod readme;
 mod redelivery;
 mod terminal;
