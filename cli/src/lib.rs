@@ -11,6 +11,7 @@
 //!   for programs; data on stdout, everything else on stderr.
 //! - [`error`]: what went wrong, the command that fixes it, the exit code.
 //! - [`commands`]: one file per resource, each calling the SDK.
+#![warn(missing_docs)]
 
 use std::io::{self, IsTerminal as _, Write as _};
 use std::process::ExitCode;

@@ -14,7 +14,7 @@
 //!
 //!    ```toml
 //!    [dependencies]
-//!    shipment-sdk = { path = "../sdk" }   # the `client` feature is on by default
+//!    shipment-sdk = "0.1"                 # the `client` feature is on by default
 //!    tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //!    futures-util = "0.3"                 # TryStreamExt, to read page streams
 //!    ```

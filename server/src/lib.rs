@@ -5,6 +5,11 @@
 //! very same thing on port 0.
 #![warn(missing_docs)]
 
+/// The README's Rust example, compiled (not run) with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 use std::future::Future;
 use std::net::SocketAddr;
 

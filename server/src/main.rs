@@ -1,4 +1,5 @@
 //! `shipment-server`: parse the command line, start logging, run.
+#![warn(missing_docs)]
 
 use std::process::ExitCode;
 

@@ -9,7 +9,7 @@
 //!
 //! ```toml
 //! [dev-dependencies]
-//! shipment-testkit = { git = "https://example.invalid/shipments" }   # or a path
+//! shipment-testkit = "0.1"
 //! ```
 //!
 //! [`TestServer::start`] runs the real `shipment-server` on
@@ -77,6 +77,11 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+
+/// The README's Rust example, compiled (not run) with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod app;
 mod ca;

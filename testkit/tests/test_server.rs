@@ -151,10 +151,12 @@ fn server_key() -> String {
     format!("sk_test_{}", &secret["whsec_".len()..])
 }
 
-/// The repository's example fixtures file, as a CI job would pass it.
+/// The repository's example fixtures file, as a CI job would pass it
+/// (`fixtures-example.toml` links to `server/fixtures/example.toml`;
+/// `cargo package` puts the file itself in the package).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixtures_file_starts_the_server_with_its_keys() {
-    let text = include_str!("../../server/fixtures/example.toml");
+    let text = include_str!("fixtures-example.toml");
     let server = TestServer::builder()
         .database(Db::Sqlite)
         .fixtures_toml(text)
@@ -210,7 +212,7 @@ fn a_typo_in_a_fixtures_text_is_refused_naming_its_line() {
 fn a_fixtures_file_is_read_as_written_and_named_in_its_messages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ci.toml");
-    let text = include_str!("../../server/fixtures/example.toml");
+    let text = include_str!("fixtures-example.toml");
     std::fs::write(&path, text).unwrap();
     let fixtures = Fixtures::from_file(&path).unwrap();
     assert_eq!(fixtures.to_toml(), text, "comments and lines kept");

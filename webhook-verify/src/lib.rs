@@ -134,6 +134,12 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// The README's Rust examples, compiled and run with the doc tests (its
+/// axum receiver needs both features, as CI's `--all-features` gives).
+#[cfg(all(doctest, feature = "axum", feature = "shipment"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod error;
 mod key;
 mod signature;

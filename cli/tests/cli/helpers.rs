@@ -216,7 +216,9 @@ macro_rules! snapshot {
 
 /// The webhook signature vectors: the repository's copy of
 /// `shared/test-vectors/webhook-signatures.json` (`.ci/run` checks that it
-/// equals the shared original), or the file `SHIPMENT_TEST_VECTORS` names.
+/// equals the shared original), through `tests/webhook-signatures.json`, a
+/// link that `cargo package` replaces with the file so the published
+/// crate's tests have it too; or the file `SHIPMENT_TEST_VECTORS` names.
 pub fn vectors_path() -> PathBuf {
     if let Some(set) = std::env::var_os("SHIPMENT_TEST_VECTORS") {
         let set = PathBuf::from(set);
@@ -232,5 +234,5 @@ pub fn vectors_path() -> PathBuf {
         );
         return file;
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/webhook-signatures.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/webhook-signatures.json")
 }

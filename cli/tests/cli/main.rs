@@ -10,5 +10,6 @@ mod listen;
 mod listen_scripts;
 mod offline;
 mod online;
+mod readme;
 mod redelivery;
 mod terminal;

@@ -8,7 +8,9 @@ use serde::Deserialize;
 
 /// The vectors file: the repository's copy of
 /// `shared/test-vectors/webhook-signatures.json` (`.ci/run` checks that it
-/// equals the shared original), or the file (or folder holding it) that
+/// equals the shared original), through `tests/webhook-signatures.json`, a
+/// link that `cargo package` replaces with the file so the published
+/// crate's tests have it too; or the file (or folder holding it) that
 /// `SHIPMENT_TEST_VECTORS` names. A missing file fails the run, never skips it.
 pub fn vectors_path() -> PathBuf {
     if let Some(set) = std::env::var_os("SHIPMENT_TEST_VECTORS") {
@@ -25,7 +27,7 @@ pub fn vectors_path() -> PathBuf {
         );
         return file;
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/webhook-signatures.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/webhook-signatures.json")
 }
 
 /// The vectors file.
