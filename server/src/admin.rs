@@ -242,7 +242,7 @@ impl AdminCommand {
                     )));
                 }
                 let key = store.create_courier_key(courier_id, env).await?;
-                Ok(json!({ "id": key.id, "key": key.key.expose() }))
+                Ok(json!({ "id": key.id.get(), "key": key.key.expose() }))
             }
             AdminCommand::CreateDriver { courier_id, name } => {
                 no_control_characters("name", &name)?;

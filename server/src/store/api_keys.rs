@@ -6,6 +6,7 @@ use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 
 use super::listen::{Credential, Revoked};
 use super::{Backend, Store, StoreError, Tx, now};
+use crate::domain::ids::CourierKeyId;
 use crate::domain::keys::{self, Environment, KeyKind, Secret};
 
 const CREATE_API_KEY: &str = "INSERT INTO api_keys \
@@ -51,9 +52,9 @@ pub struct KeyOwner {
 
 /// A freshly created key: the secret is in this value only.
 #[derive(Debug)]
-pub struct NewKey {
-    /// The key's row id.
-    pub id: i64,
+pub struct NewKey<Id> {
+    /// The key's id ([`ApiKeyId`] or [`CourierKeyId`]).
+    pub id: Id,
     /// The full key, to show once.
     pub key: Secret,
 }
@@ -79,7 +80,7 @@ impl Store {
         merchant_id: MerchantId,
         name: &str,
         env: Environment,
-    ) -> Result<NewKey, StoreError> {
+    ) -> Result<NewKey<ApiKeyId>, StoreError> {
         let key = keys::generate(KeyKind::Merchant, env);
         let id = self
             .query(CREATE_API_KEY)
@@ -91,7 +92,10 @@ impl Store {
             .bind(now())
             .scalar()
             .await?;
-        Ok(NewKey { id, key })
+        Ok(NewKey {
+            id: ApiKeyId::new(id),
+            key,
+        })
     }
 
     /// Creates a courier company key of `env`.
@@ -99,7 +103,7 @@ impl Store {
         &self,
         courier_id: CourierId,
         env: Environment,
-    ) -> Result<NewKey, StoreError> {
+    ) -> Result<NewKey<CourierKeyId>, StoreError> {
         let key = keys::generate(KeyKind::Courier, env);
         let id = self
             .query(CREATE_COURIER_KEY)
@@ -110,7 +114,10 @@ impl Store {
             .bind(now())
             .scalar()
             .await?;
-        Ok(NewKey { id, key })
+        Ok(NewKey {
+            id: CourierKeyId::new(id),
+            key,
+        })
     }
 
     /// Finds the owner of a key by the digest of the presented string.
@@ -211,7 +218,7 @@ impl Store {
     ) -> Result<(ApiKeyInfo, Secret), StoreError> {
         let new = self.create_api_key(merchant_id, name, env).await?;
         let info = self
-            .api_key(merchant_id, ApiKeyId::new(new.id))
+            .api_key(merchant_id, new.id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a new API key vanished".into()))?;
         debug_assert_eq!(info.prefix, KeyKind::Merchant.prefix(env));

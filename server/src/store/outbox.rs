@@ -191,7 +191,7 @@ pub struct WaitingRedelivery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redelivery {
     /// Queued, as this outbox row.
-    Queued(i64),
+    Queued(EventId),
     /// The webhook has no such delivery.
     NoSuchDelivery,
     /// Not queued: a redelivery of that change to that webhook waits.
@@ -528,7 +528,7 @@ impl Store {
             .scalar()
             .await?;
         tx.commit().await?;
-        Ok(Redelivery::Queued(id))
+        Ok(Redelivery::Queued(EventId::new(id)))
     }
 
     /// Queues one redelivery per change whose delivery to webhook
