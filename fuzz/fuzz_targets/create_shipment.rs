@@ -7,9 +7,9 @@
 use libfuzzer_sys::fuzz_target;
 use rust_decimal::Decimal;
 use shipment_sdk::model::{CourierId, CreateShipment};
-use shipment_server::domain::fee::{self, Pricing};
-use shipment_server::domain::validation::NewShipment;
-use shipment_server::http::extract::parse_json;
+use shipment_server::harness::{Pricing, fee};
+use shipment_server::harness::NewShipment;
+use shipment_server::harness::parse_json;
 
 fuzz_target!(|data: &[u8]| {
     let request: CreateShipment = match parse_json(data) {

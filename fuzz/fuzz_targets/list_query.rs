@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shipment_server::domain::list_query::{ListQuery, MAX_PAGE, MAX_PAGE_SIZE, parse_page};
+use shipment_server::harness::{ListQuery, MAX_PAGE, MAX_PAGE_SIZE, parse_page};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(raw) = std::str::from_utf8(data) else {

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shipment_server::domain::keys::Environment;
-use shipment_server::domain::sealed::DataKey;
+use shipment_server::Environment;
+use shipment_server::harness::DataKey;
 use shipment_server::{Application, Config};
 use tokio::sync::Mutex;
 

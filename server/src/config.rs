@@ -108,7 +108,7 @@ impl Default for WebhookArgs {
     }
 }
 
-/// How long connections may stay open, and how many (see [`crate::serve`]).
+/// How long connections may stay open, and how many (see `serve.rs`).
 #[derive(Debug, Clone, Copy, Args)]
 pub struct ConnectionArgs {
     /// Longest a client may take to send a request's headers, in seconds,

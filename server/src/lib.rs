@@ -16,25 +16,27 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
 pub mod admin;
-pub(crate) mod app;
+mod app;
 pub mod config;
-pub(crate) mod dashboard;
-pub mod domain;
-pub mod http;
-pub(crate) mod metrics;
-pub mod serve;
+mod dashboard;
+mod domain;
+pub mod harness;
+mod http;
+mod metrics;
+mod serve;
 pub mod simulate;
 mod start_error;
-pub mod store;
-pub mod webhooks;
+mod store;
+mod webhooks;
 
 pub use app::caches::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
 pub use app::key_cache::KEY_CACHE_TTL;
 pub use config::Config;
+pub use domain::keys::Environment;
+pub use http::openapi::document_json as openapi_json;
 pub use start_error::StartError;
-
-use store::Store;
+pub use store::Store;
 
 /// A server bound to its address, with its database migrated and its
 /// webhook dispatcher ready.

@@ -7,8 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use shipment_server::admin::{self, AdminCommand, Output};
 use shipment_server::config::{DatabaseArgs, EnvironmentArgs};
-use shipment_server::store::Store;
-use shipment_server::{Application, Config, shutdown_signal};
+use shipment_server::{Application, Config, Store, shutdown_signal};
 
 /// mimalloc instead of the system allocator: a request allocates and frees
 /// many small blocks (extractors, rows, JSON), often on different threads
@@ -131,7 +130,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             app.run_until(shutdown_signal()).await?;
         }
         Command::Openapi => {
-            print!("{}", shipment_server::http::openapi::document_json());
+            print!("{}", shipment_server::openapi_json());
         }
         Command::Migrate(database) => {
             let store = Store::connect(&database.database_url, database.pool()).await?;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::domain::keys::Environment;
-use shipment_server::store::Store;
+use shipment_server::Environment;
+use shipment_server::Store;
 use shipment_server::{Application, Config, StartError};
 use tokio::sync::oneshot;
 
@@ -177,7 +177,7 @@ impl TestApp {
     async fn fixture_for(&self, email: String, password: Option<String>) -> Fixture {
         let s = &self.store;
         let hash = match &password {
-            Some(p) => shipment_server::admin::hash_password(p.clone())
+            Some(p) => shipment_server::harness::hash_password(p.clone())
                 .await
                 .expect("hash the password"),
             None => "no password: this merchant cannot sign in".to_owned(),

@@ -19,14 +19,14 @@ pub struct LocalCa {
 /// The CA of this test process (made on first use).
 ///
 /// Making it also installs the server's rustls provider
-/// ([`install_tls_provider`](shipment_server::webhooks::install_tls_provider)),
+/// ([`install_tls_provider`](shipment_server::harness::install_tls_provider)),
 /// before any receiver's TLS: where the server is built with ring next to
 /// the SDK's aws-lc-rs (this workspace's own tests), rustls cannot pick
 /// one by itself.
 pub fn ca() -> &'static LocalCa {
     static CA: OnceLock<LocalCa> = OnceLock::new();
     CA.get_or_init(|| {
-        shipment_server::webhooks::install_tls_provider();
+        shipment_server::harness::install_tls_provider();
         let key = KeyPair::generate().expect("a CA key");
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

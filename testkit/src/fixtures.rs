@@ -15,9 +15,10 @@ use std::path::Path;
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use shipment_server::Environment;
 use shipment_server::FixtureError;
-use shipment_server::domain::fixtures as checked;
-use shipment_server::domain::keys::{self, Environment, KeyKind};
+use shipment_server::harness::fixtures as checked;
+use shipment_server::harness::{KeyKind, keys};
 
 /// The courier company of [`Fixtures::default`].
 pub const DEFAULT_COURIER: &str = "Swift Couriers";

@@ -87,7 +87,7 @@ pub struct Courier {
 pub struct Merchant {
     /// Display name, trimmed.
     pub name: At<String>,
-    /// Sign-in e-mail, normalised ([`email::normalize`]).
+    /// Sign-in e-mail, normalised (`email::normalize`).
     pub email: At<String>,
     /// Sign-in password.
     pub password: At<Secret>,

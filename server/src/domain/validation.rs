@@ -17,8 +17,6 @@ pub const MAX_SHORT_TEXT: usize = 200;
 pub const MAX_ADDRESS: usize = 500;
 /// Most items on one shipment.
 pub const MAX_ITEMS: usize = 100;
-/// Longest webhook URL, in bytes (see [`WebhookUrl`]).
-pub const MAX_URL: usize = WebhookUrl::MAX_LEN;
 /// Heaviest shipment, in kilograms.
 pub const MAX_WEIGHT_KG: i64 = 100_000;
 /// Decimal places kept of `weight_kg`: grams. Finer digits are rounded
@@ -165,7 +163,7 @@ pub fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError>
 }
 
 /// A webhook target as [`WebhookUrl::parse`] accepts it (HTTPS, no
-/// credentials or fragment, at most [`MAX_URL`] bytes, normalised), or a
+/// credentials or fragment, at most [`WebhookUrl::MAX_LEN`] bytes, normalised), or a
 /// refusal that says what is wrong. Whether the host is public is for
 /// `webhooks::guard` to say.
 pub fn webhook_url(field: &str, raw: &str) -> Result<WebhookUrl, FieldError> {

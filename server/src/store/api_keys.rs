@@ -124,7 +124,7 @@ impl Store {
     ///
     /// The lookup is by digest, so the secret itself is never compared; the
     /// digest of a high-entropy key reveals nothing through timing.
-    pub async fn find_key(
+    pub(crate) async fn find_key(
         &self,
         kind: KeyKind,
         digest: &str,
@@ -137,7 +137,7 @@ impl Store {
     }
 
     /// Records that a key was used now.
-    pub async fn touch_key(&self, kind: KeyKind, key_id: i64) -> Result<(), StoreError> {
+    pub(crate) async fn touch_key(&self, kind: KeyKind, key_id: i64) -> Result<(), StoreError> {
         let sql = match kind {
             KeyKind::Merchant => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
             KeyKind::Courier => "UPDATE courier_keys SET last_used_at = $1 WHERE id = $2",
@@ -154,7 +154,7 @@ impl Store {
     }
 
     /// One of the merchant's API keys.
-    pub async fn api_key(
+    pub(crate) async fn api_key(
         &self,
         merchant_id: MerchantId,
         id: ApiKeyId,
@@ -170,7 +170,7 @@ impl Store {
     }
 
     /// The merchant's key whose secret has this digest, if any.
-    pub async fn api_key_by_digest(
+    pub(crate) async fn api_key_by_digest(
         &self,
         merchant_id: MerchantId,
         digest: &str,
@@ -191,7 +191,7 @@ impl Store {
     /// key in this process, and on PostgreSQL every process is told of it
     /// on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL) when the
     /// deletion commits.
-    pub async fn delete_api_key(
+    pub(crate) async fn delete_api_key(
         &self,
         merchant_id: MerchantId,
         id: ApiKeyId,
@@ -210,7 +210,7 @@ impl Store {
     }
 
     /// Creates an API key and returns it with its secret (shown once).
-    pub async fn create_named_api_key(
+    pub(crate) async fn create_named_api_key(
         &self,
         merchant_id: MerchantId,
         name: &str,
@@ -229,7 +229,7 @@ impl Store {
 /// Keys of given values inside a transaction, for declared fixtures.
 impl Tx {
     /// Finds the owner of a key by the digest of its value.
-    pub async fn find_key(
+    pub(crate) async fn find_key(
         &mut self,
         kind: KeyKind,
         digest: &str,
@@ -243,7 +243,7 @@ impl Tx {
 
     /// Stores a merchant API key of a value the caller chose (of `env`,
     /// well formed: the caller checked it); only its digest is kept.
-    pub async fn create_api_key_of(
+    pub(crate) async fn create_api_key_of(
         &mut self,
         merchant_id: MerchantId,
         name: &str,
@@ -264,7 +264,7 @@ impl Tx {
 
     /// Stores a courier key of a value the caller chose, as
     /// [`Tx::create_api_key_of`] does.
-    pub async fn create_courier_key_of(
+    pub(crate) async fn create_courier_key_of(
         &mut self,
         courier_id: CourierId,
         key: &Secret,

@@ -25,8 +25,6 @@ pub struct SessionRow {
     pub id: i64,
     /// Whose session it is.
     pub merchant_id: i64,
-    /// When the token stops working.
-    pub expires_at: DateTime<Utc>,
 }
 
 /// The sign-in window of one e-mail after an attempt was reserved.
@@ -45,7 +43,7 @@ impl Store {
     /// One upsert, so the count and the reservation are atomic: concurrent
     /// attempts, in one process or many sharing PostgreSQL, each see a
     /// distinct count, and only the first few may go on to the password.
-    pub async fn reserve_login_attempt(
+    pub(crate) async fn reserve_login_attempt(
         &self,
         email: &str,
         at: DateTime<Utc>,
@@ -70,7 +68,7 @@ impl Store {
 
     /// Forgets the attempts of `email` after a successful sign-in, and every
     /// window that ended before `forget_before` (so the table stays small).
-    pub async fn clear_login_attempts(
+    pub(crate) async fn clear_login_attempts(
         &self,
         email: &str,
         forget_before: DateTime<Utc>,
@@ -86,7 +84,7 @@ impl Store {
 
     /// Opens a session for `merchant_id` valid for `ttl`; the token is
     /// returned once and only its digest is stored.
-    pub async fn create_session(
+    pub(crate) async fn create_session(
         &self,
         merchant_id: MerchantId,
         ttl: Duration,
@@ -109,8 +107,11 @@ impl Store {
     }
 
     /// The unexpired session whose token has this digest.
-    pub async fn session(&self, token_digest: &str) -> Result<Option<SessionRow>, StoreError> {
-        let sql = "SELECT id, merchant_id, expires_at FROM sessions \
+    pub(crate) async fn session(
+        &self,
+        token_digest: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let sql = "SELECT id, merchant_id FROM sessions \
                    WHERE token_digest = $1 AND expires_at > $2";
         Ok(self
             .query(sql)
@@ -121,7 +122,7 @@ impl Store {
     }
 
     /// Whether the session `id` still works: not signed out, not expired.
-    pub async fn session_is_live(&self, id: SessionId) -> Result<bool, StoreError> {
+    pub(crate) async fn session_is_live(&self, id: SessionId) -> Result<bool, StoreError> {
         let sql = "SELECT id FROM sessions WHERE id = $1 AND expires_at > $2";
         let found: Option<i64> = self
             .query(sql)
@@ -135,7 +136,10 @@ impl Store {
     /// Ends a session; `None` if it had ended. On PostgreSQL every process
     /// is told of it on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL)
     /// when the deletion commits (to end the listener streams it opened).
-    pub async fn delete_session(&self, id: SessionId) -> Result<Option<Revoked>, StoreError> {
+    pub(crate) async fn delete_session(
+        &self,
+        id: SessionId,
+    ) -> Result<Option<Revoked>, StoreError> {
         let sql = match self.backend() {
             Backend::Postgres => DELETE_SESSION_AND_ANNOUNCE,
             Backend::Sqlite => DELETE_SESSION,

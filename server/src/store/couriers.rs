@@ -67,7 +67,7 @@ impl CourierRow {
 
 impl Store {
     /// Whether a courier company with this id exists.
-    pub async fn courier_exists(&self, id: CourierId) -> Result<bool, StoreError> {
+    pub(crate) async fn courier_exists(&self, id: CourierId) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM courier_companies WHERE id = $1";
         let n: i64 = self.query(sql).bind(id.get()).scalar().await?;
         Ok(n > 0)
@@ -109,7 +109,7 @@ impl Store {
     }
 
     /// The courier companies linked to a merchant, by id.
-    pub async fn merchant_couriers(
+    pub(crate) async fn merchant_couriers(
         &self,
         merchant_id: MerchantId,
     ) -> Result<Vec<CourierCompany>, StoreError> {
@@ -136,7 +136,7 @@ impl Store {
 
     /// The prices of a courier company if it is linked to the merchant and
     /// active; `None` otherwise.
-    pub async fn linked_courier_pricing(
+    pub(crate) async fn linked_courier_pricing(
         &self,
         merchant_id: MerchantId,
         courier_id: CourierId,
@@ -179,7 +179,10 @@ impl Store {
     }
 
     /// One driver, if it exists.
-    pub async fn driver(&self, driver_id: DriverId) -> Result<Option<DriverRow>, StoreError> {
+    pub(crate) async fn driver(
+        &self,
+        driver_id: DriverId,
+    ) -> Result<Option<DriverRow>, StoreError> {
         let sql = "SELECT id, courier_company_id, name, created_at FROM drivers WHERE id = $1";
         Ok(self
             .query(sql)
@@ -192,7 +195,10 @@ impl Store {
 /// The same writes inside a transaction, for declared fixtures.
 impl Tx {
     /// The oldest courier company named exactly `name`, with its prices.
-    pub async fn courier_by_name(&mut self, name: &str) -> Result<Option<CourierFees>, StoreError> {
+    pub(crate) async fn courier_by_name(
+        &mut self,
+        name: &str,
+    ) -> Result<Option<CourierFees>, StoreError> {
         let sql = "SELECT id, base_fee_minor, per_kg_minor, per_km_minor FROM courier_companies \
                    WHERE name = $1 ORDER BY id LIMIT 1";
         Ok(self.query(sql).bind(name).fetch_optional().await?)

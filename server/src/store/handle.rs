@@ -19,7 +19,7 @@ use super::shipments::by_code::ByCode;
 ///
 /// Besides the pools it holds the queue of `Store::write`, where the
 /// writes of concurrent requests wait to be committed together, and the
-/// queue of [`Store::shipment`], where reads by code wait to be read
+/// queue of `Store::shipment`, where reads by code wait to be read
 /// together (see `engine`).
 #[derive(Debug, Clone)]
 pub struct Store {

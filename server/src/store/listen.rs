@@ -85,7 +85,7 @@ pub struct Revoked(Credential);
 
 impl Revoked {
     /// The credential revoked.
-    pub fn credential(self) -> Credential {
+    pub(crate) fn credential(self) -> Credential {
         self.0
     }
 
@@ -96,7 +96,7 @@ impl Revoked {
 
     /// The revocation a [`REVOKED_CHANNEL`] notification announces, if its
     /// payload is one (`api_key:<id>` or `session:<id>`).
-    pub fn announced(payload: &str) -> Option<Revoked> {
+    pub(crate) fn announced(payload: &str) -> Option<Revoked> {
         let (kind, id) = payload.split_once(':')?;
         let id: i64 = id.parse().ok()?;
         match kind {
@@ -119,7 +119,7 @@ pub(super) async fn announce_claimed(tx: &mut Tx, ids: &[i64]) -> Result<(), Sto
 
 impl Store {
     /// PostgreSQL: the rows of an announcement, as listeners receive them.
-    pub async fn announced_rows(&self, ids: &str) -> Result<Vec<ListenerRow>, StoreError> {
+    pub(crate) async fn announced_rows(&self, ids: &str) -> Result<Vec<ListenerRow>, StoreError> {
         if ids.is_empty() || !ids.bytes().all(|b| b.is_ascii_digit() || b == b',') {
             return Err(StoreError::Corrupt(format!("announcement `{ids}`")));
         }
@@ -127,7 +127,7 @@ impl Store {
     }
 
     /// The merchant's sealed listener signing key, if it has one.
-    pub async fn listener_signing_key(
+    pub(crate) async fn listener_signing_key(
         &self,
         merchant_id: MerchantId,
     ) -> Result<Option<SealedKey>, StoreError> {
@@ -139,7 +139,7 @@ impl Store {
     }
 
     /// Creates or replaces the merchant's listener signing key; returns when.
-    pub async fn set_listener_signing_key(
+    pub(crate) async fn set_listener_signing_key(
         &self,
         merchant_id: MerchantId,
         sealed: &str,
@@ -151,7 +151,7 @@ impl Store {
     /// The merchant's listener signing key, stored first as `sealed` if it
     /// has none: of two listeners connecting for the first time at once,
     /// both get the one key that was stored first.
-    pub async fn listener_signing_key_or_insert(
+    pub(crate) async fn listener_signing_key_or_insert(
         &self,
         merchant_id: MerchantId,
         sealed: &str,
@@ -170,7 +170,7 @@ impl Store {
     /// Changes of the merchant after outbox row `after`, written since
     /// `since`, that a dispatcher has already claimed, oldest first, at
     /// most `limit`: what a reconnecting listener missed (`Last-Event-ID`).
-    pub async fn missed_listener_rows(
+    pub(crate) async fn missed_listener_rows(
         &self,
         merchant_id: MerchantId,
         after: EventId,

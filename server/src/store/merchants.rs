@@ -28,7 +28,7 @@ pub struct Login {
 }
 
 impl Store {
-    /// Adds a merchant, its e-mail normalised ([`crate::domain::email`]);
+    /// Adds a merchant, its e-mail normalised (`domain::email`);
     /// [`StoreError::EmailTaken`] if the e-mail is taken.
     pub async fn create_merchant(
         &self,
@@ -48,14 +48,14 @@ impl Store {
     }
 
     /// Whether a merchant with this id exists.
-    pub async fn merchant_exists(&self, id: MerchantId) -> Result<bool, StoreError> {
+    pub(crate) async fn merchant_exists(&self, id: MerchantId) -> Result<bool, StoreError> {
         let sql = "SELECT COUNT(*) FROM merchants WHERE id = $1";
         let n: i64 = self.query(sql).bind(id.get()).scalar().await?;
         Ok(n > 0)
     }
 
     /// The merchant signing in with `email`, if any.
-    pub async fn login(&self, email: &str) -> Result<Option<Login>, StoreError> {
+    pub(crate) async fn login(&self, email: &str) -> Result<Option<Login>, StoreError> {
         let sql = "SELECT id AS merchant_id, password_hash FROM merchants WHERE email = $1";
         Ok(self.query(sql).bind(email).fetch_optional().await?)
     }
@@ -64,7 +64,10 @@ impl Store {
 /// Accounts inside a transaction, for declared fixtures.
 impl Tx {
     /// The merchant signing in with `email` (normalised), if any.
-    pub async fn merchant_by_email(&mut self, email: &str) -> Result<Option<Account>, StoreError> {
+    pub(crate) async fn merchant_by_email(
+        &mut self,
+        email: &str,
+    ) -> Result<Option<Account>, StoreError> {
         let sql = "SELECT id, name, password_hash FROM merchants WHERE email = $1";
         Ok(self.query(sql).bind(email).fetch_optional().await?)
     }

@@ -46,7 +46,7 @@ pub mod outbox;
 pub mod shipments;
 pub mod webhooks;
 
-pub use engine::{Backend, Pool, PoolSettings, PoolUsage, Tx, now};
+pub use engine::{Backend, Pool, PoolSettings, Tx, now};
 pub use error::StoreError;
 pub use handle::Store;
 

@@ -393,7 +393,10 @@ impl Store {
     /// A merchant's webhooks are read once for the whole batch, however
     /// many of its rows the batch holds; attempted URLs only for the rarely
     /// re-claimed rows that have some.
-    pub async fn outbox_targets(&self, rows: &[OutboxRow]) -> Result<Vec<Vec<Target>>, StoreError> {
+    pub(crate) async fn outbox_targets(
+        &self,
+        rows: &[OutboxRow],
+    ) -> Result<Vec<Vec<Target>>, StoreError> {
         let mut webhooks: HashMap<i64, Vec<Target>> = HashMap::new();
         for row in rows.iter().filter(|r| r.only_webhook_id.is_none()) {
             if let Entry::Vacant(merchant) = webhooks.entry(row.merchant_id) {
@@ -462,8 +465,8 @@ impl Store {
     /// Logs one attempt, with the delivery a redelivery repeats. A second
     /// record for the same row and URL is ignored. Committed with other
     /// writes (`Store::write`). The dispatcher logs this way each attempt
-    /// of a row but the last, which rides with [`Store::finish_outbox`].
-    pub async fn record_delivery(
+    /// of a row but the last, which rides with [`Store::finish_outbox_logging`].
+    pub(crate) async fn record_delivery(
         &self,
         row: &OutboxRow,
         target: &Target,
@@ -606,30 +609,22 @@ impl Store {
         })
     }
 
-    /// Marks a row delivered, if `worker` still holds it, and logs its
-    /// last attempt (`None` when it had no target) in the same write, so a
-    /// row with one target costs the dispatcher one write after its claim.
+    /// Marks a row delivered, if `worker` still holds it, and logs the
+    /// attempts of `unlogged` in the same write, so a row with one target
+    /// costs the dispatcher one write after its claim.
     /// Committed with other writes (`Store::write`).
     ///
     /// A row's other attempts were logged as each ended
     /// ([`Store::record_delivery`]), so a process that dies while a row has
     /// deliveries in flight leaves only those unlogged, and a re-claim sends
     /// only them again (the receiver spots the repeat by its delivery id).
-    pub async fn finish_outbox(
-        &self,
-        row: &OutboxRow,
-        worker: &str,
-        last: Option<(&Target, &Attempt)>,
-    ) -> Result<(), StoreError> {
-        self.finish_outbox_logging(row, worker, last).await
-    }
-
-    /// [`Store::finish_outbox`], logging every attempt of `unlogged` in the
-    /// same write: the last one, and any whose own record failed (the
-    /// database was unreachable for a moment). Writing it again after a
+    ///
+    /// `unlogged` holds the last attempt (none when the row had no target)
+    /// and any whose own record failed (the database was unreachable for a
+    /// moment). Writing it again after a
     /// failure is harmless: the row is marked done again, and an attempt
     /// logged already is not logged twice.
-    pub async fn finish_outbox_logging<'a>(
+    pub(crate) async fn finish_outbox_logging<'a>(
         &self,
         row: &OutboxRow,
         worker: &str,
@@ -654,7 +649,7 @@ impl Store {
     /// The dispatcher renews the claim of a row whose delivery outlasts a
     /// third of its lease (a slow receiver, or a wait for its turn at one),
     /// so no other process takes a row that is still being delivered.
-    pub async fn renew_outbox(
+    pub(crate) async fn renew_outbox(
         &self,
         id: EventId,
         worker: &str,
@@ -675,7 +670,11 @@ impl Store {
     /// nobody is delivering them. Rows a process holds are few, and this
     /// runs only after a claim failed, so they are read and released one
     /// by one.
-    pub async fn release_outbox(&self, worker: &str, keep: &[EventId]) -> Result<u32, StoreError> {
+    pub(crate) async fn release_outbox(
+        &self,
+        worker: &str,
+        keep: &[EventId],
+    ) -> Result<u32, StoreError> {
         let held: Vec<i64> = self
             .query("SELECT id FROM outbox WHERE claimed_by = $1 AND done_at IS NULL")
             .bind(worker)

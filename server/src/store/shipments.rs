@@ -28,7 +28,7 @@ pub(crate) mod by_code;
 mod list;
 pub mod record;
 
-pub use list::{PageRow, RowVersion, page_reads_whole_rows};
+pub use list::{PageRow, RowVersion};
 pub use record::ShipmentRecord;
 
 /// How long an `Idempotency-Key` is remembered.
@@ -132,7 +132,7 @@ impl Store {
     /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
     /// committed with the writes of concurrent requests (a group commit).
     /// [`KeyReused`] when the key came with another body before.
-    pub async fn create_shipment(
+    pub(crate) async fn create_shipment(
         &self,
         merchant_id: MerchantId,
         new: NewShipment,
@@ -155,7 +155,7 @@ impl Store {
 
     /// One shipment by code, if it exists; read together with the reads by
     /// code of concurrent requests (`ByCode`).
-    pub async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
+    pub(crate) async fn shipment(&self, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
         self.by_code.read(&self.db, code.to_owned()).await
     }
 
@@ -166,7 +166,7 @@ impl Store {
     /// `decide` gets the record and the time of the change; it returns
     /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
     /// A write that loses a race is retried from the read.
-    pub async fn change_shipment<D>(
+    pub(crate) async fn change_shipment<D>(
         &self,
         code: &str,
         actor: Actor,
@@ -185,7 +185,7 @@ impl Store {
     /// [`confirmation::check`]. A wrong code is counted (and the count
     /// committed) though the delivery is refused; a delivery consumes the
     /// code.
-    pub async fn deliver_shipment<D>(
+    pub(crate) async fn deliver_shipment<D>(
         &self,
         code: &str,
         courier_id: CourierId,
@@ -213,7 +213,7 @@ impl Store {
 
     /// Stores a new confirmation code digest for the merchant's shipment,
     /// replacing any earlier one; `check` decides whether the state allows it.
-    pub async fn set_confirmation_code(
+    pub(crate) async fn set_confirmation_code(
         &self,
         code: &str,
         merchant_id: MerchantId,

@@ -108,7 +108,7 @@ impl Store {
     }
 
     /// Turns a webhook on or off; `None` if the merchant has no such webhook.
-    pub async fn set_webhook_active(
+    pub(crate) async fn set_webhook_active(
         &self,
         merchant_id: MerchantId,
         id: WebhookId,
@@ -127,7 +127,7 @@ impl Store {
 
     /// Deletes a webhook (its delivery log stays, detached); `false` if the
     /// merchant has no such webhook.
-    pub async fn delete_webhook(
+    pub(crate) async fn delete_webhook(
         &self,
         merchant_id: MerchantId,
         id: WebhookId,
@@ -178,7 +178,7 @@ impl Store {
     /// A page of the delivery history of the merchant's shipment `code`,
     /// across its webhooks and the shipment's own `webhook_url`, newest
     /// first, and the total (an index probe: `webhook_deliveries_by_shipment`).
-    pub async fn shipment_deliveries(
+    pub(crate) async fn shipment_deliveries(
         &self,
         merchant_id: MerchantId,
         code: &str,
@@ -211,7 +211,7 @@ impl Store {
     }
 
     /// Creates or replaces the merchant's shipment signing key (sealed).
-    pub async fn set_shipment_signing_key(
+    pub(crate) async fn set_shipment_signing_key(
         &self,
         merchant_id: MerchantId,
         sealed: &str,
@@ -254,7 +254,7 @@ impl Store {
 /// Webhooks and signing keys inside a transaction, for declared fixtures.
 impl Tx {
     /// The merchant's webhook of this (normalised) URL, with its sealed key.
-    pub async fn webhook_by_url(
+    pub(crate) async fn webhook_by_url(
         &mut self,
         merchant_id: MerchantId,
         url: &str,
@@ -299,7 +299,7 @@ impl Tx {
     }
 
     /// Creates or replaces the merchant's shipment signing key (sealed).
-    pub async fn set_shipment_signing_key(
+    pub(crate) async fn set_shipment_signing_key(
         &mut self,
         merchant_id: MerchantId,
         sealed: &str,

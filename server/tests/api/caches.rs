@@ -7,7 +7,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::store::{Pool, Store};
+use shipment_server::harness::{Pool, Store};
 use shipment_testkit::{Db, Fixture, TestApp, send};
 
 const REFUSED: &str = "an UPDATE of shipments left its version alone";

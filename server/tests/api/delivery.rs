@@ -8,8 +8,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shipment_sdk::model::MerchantId;
-use shipment_server::domain::sealed::DataKey;
-use shipment_server::webhooks::{DispatchSettings, Dispatcher};
+use shipment_server::harness::DataKey;
+use shipment_server::harness::{DispatchSettings, Dispatcher};
 
 use crate::receiver::{Received, Receiver, ca};
 use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};

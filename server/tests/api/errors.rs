@@ -108,7 +108,7 @@ async fn a_key_of_the_other_environment_is_401(app: &TestApp) {
         .create_api_key(
             MerchantId::new(f.merchant_id),
             "live",
-            shipment_server::domain::keys::Environment::Production,
+            shipment_server::Environment::Production,
         )
         .await
         .unwrap();

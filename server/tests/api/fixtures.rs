@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::store::{Pool, Store};
+use shipment_server::harness::{Pool, Store};
 use shipment_server::{Application, Config, StartError};
 use shipment_testkit::{Db, FreshDb, TestApp, send};
 

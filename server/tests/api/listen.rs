@@ -242,7 +242,7 @@ async fn listening_needs_a_credential_and_has_limits(app: &TestApp) {
     // At most 16 listeners per merchant and process; the 17th is 429.
     let sdk = app.sdk(&f.key);
     let mut held = Vec::new();
-    for _ in 0..shipment_server::webhooks::listeners::MAX_LISTENERS_PER_MERCHANT {
+    for _ in 0..shipment_server::harness::MAX_LISTENERS_PER_MERCHANT {
         held.push(sdk.listener().connect(None).await.unwrap());
     }
     let got = send(app.client.get(&url).header("X-API-KEY", &f.key)).await;

@@ -27,7 +27,7 @@ mod shipments;
 mod testing;
 mod testing_deliveries;
 
-use shipment_server::store::{Pool, Store};
+use shipment_server::harness::{Pool, Store};
 use shipment_server::{Application, Config};
 
 /// Another server process on a test's database, as `config` sets it up: its
@@ -64,7 +64,7 @@ impl OtherProcess {
         db: shipment_testkit::Db,
         tweak: impl FnOnce(&mut Config),
     ) -> Option<(shipment_testkit::TestApp, OtherProcess)> {
-        let data_key = shipment_server::domain::sealed::DataKey::generate().to_hex();
+        let data_key = shipment_server::harness::DataKey::generate().to_hex();
         let key = data_key.clone();
         let a = shipment_testkit::TestApp::spawn_with(db, move |c| c.data_key.data_key = Some(key))
             .await?;

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::domain::keys::Environment;
-use shipment_server::store::Store;
+use shipment_server::Environment;
+use shipment_server::Store;
 use shipment_server::{Application, Config};
 use shipment_testkit::send;
 
@@ -224,7 +224,7 @@ impl Server {
     async fn merchant(&self, email: &str, password: Option<&str>) -> (String, i64, i64) {
         let s = &self.store;
         let hash = match password {
-            Some(p) => shipment_server::admin::hash_password(p.to_owned())
+            Some(p) => shipment_server::harness::hash_password(p.to_owned())
                 .await
                 .unwrap(),
             None => "no password".to_owned(),

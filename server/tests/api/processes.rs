@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shipment_server::domain::keys::Environment;
-use shipment_server::domain::sealed::DataKey;
-use shipment_server::store::{Pool, PoolSettings, Store};
+use shipment_server::Environment;
+use shipment_server::harness::DataKey;
+use shipment_server::harness::{Pool, PoolSettings, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 

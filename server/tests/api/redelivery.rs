@@ -19,9 +19,9 @@ use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shipment_sdk::model::{DeliveryId, MerchantId, WebhookId};
-use shipment_server::domain::sealed::DataKey;
-use shipment_server::store::outbox::{BulkRedelivery, Redelivery, RedeliveryBudget};
-use shipment_server::webhooks::{DispatchSettings, Dispatcher};
+use shipment_server::harness::DataKey;
+use shipment_server::harness::{BulkRedelivery, Redelivery, RedeliveryBudget};
+use shipment_server::harness::{DispatchSettings, Dispatcher};
 
 use shipment_testkit::{Db, Fixture, TestApp, WAIT, assert_problem, ca, db_tests, send};
 

@@ -185,7 +185,7 @@ async fn create_answers_201_with_every_documented_field(app: &TestApp) {
         .await;
     let code = s["code"].as_str().unwrap();
     assert!(
-        shipment_server::domain::code::ShipmentCode::parse(code).is_ok(),
+        shipment_server::harness::ShipmentCode::parse(code).is_ok(),
         "{code}"
     );
     assert_eq!(s["status"], "assigned_to_courier");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::domain::keys::Environment;
+use shipment_server::Environment;
 use shipment_server::{Application, Config, StartError};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

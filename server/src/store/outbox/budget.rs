@@ -26,14 +26,14 @@ impl RedeliveryBudget {
     pub const WINDOW: chrono::Duration = chrono::Duration::seconds(60);
 
     /// A budget of `n` redelivered changes a minute (at least 1).
-    pub fn per_minute(n: u32) -> RedeliveryBudget {
+    pub(crate) fn per_minute(n: u32) -> RedeliveryBudget {
         RedeliveryBudget {
             per_minute: n.max(1),
         }
     }
 
     /// How many changes a minute.
-    pub fn get(self) -> u32 {
+    pub(crate) fn get(self) -> u32 {
         self.per_minute
     }
 }

@@ -81,7 +81,7 @@ impl Store {
     /// `held` gets the page's rows (id and version), in order, and gives
     /// back what the caller already holds for each; only the others are
     /// read and decoded.
-    pub async fn list_shipments<T>(
+    pub(crate) async fn list_shipments<T>(
         &self,
         actor: Actor,
         q: &ListQuery,

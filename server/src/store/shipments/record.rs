@@ -50,14 +50,14 @@ pub struct ShipmentRecord {
 
 impl ShipmentRecord {
     /// The status as the wire model knows it.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.status.parse().unwrap_or_else(|never| match never {})
     }
 
     /// The wire form, taking the record's strings instead of copying them:
     /// the one conversion of a read row (the weight from its text, the
     /// items from their JSON).
-    pub fn into_model(self) -> Result<Shipment, StoreError> {
+    pub(crate) fn into_model(self) -> Result<Shipment, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {}: {what}", self.id));
         let weight_kg = self
             .weight_kg

@@ -109,7 +109,7 @@ async fn claims_carry_what_delivery_needs(store: &Store) {
     // The second worker finishes the row, its last attempt logged in the
     // same write: the row is done and both attempts are in the log.
     store
-        .finish_outbox(&again[0], "w2", Some((&targets[0][0], &attempt)))
+        .finish_outbox_logging(&again[0], "w2", Some((&targets[0][0], &attempt)))
         .await
         .unwrap();
     let logged: i64 = store
@@ -216,7 +216,7 @@ async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
         duration_ms: 3,
     };
     store
-        .finish_outbox(&rows[0], "another-worker", None)
+        .finish_outbox_logging(&rows[0], "another-worker", None)
         .await
         .unwrap();
     let done = "SELECT COUNT(*) FROM outbox WHERE done_at IS NOT NULL";
@@ -230,14 +230,14 @@ async fn concurrent_finishes_and_log_rows_are_all_written(store: &Store) {
             tokio::spawn(async move {
                 if i % 2 == 0 {
                     let last = Some((&target, &attempt));
-                    store.finish_outbox(&row, "w1", last).await
+                    store.finish_outbox_logging(&row, "w1", last).await
                 } else {
                     // Logged alone, twice (a repeat is ignored), then
                     // finished with nothing more to log.
                     for _ in 0..2 {
                         store.record_delivery(&row, &target, &attempt).await?;
                     }
-                    store.finish_outbox(&row, "w1", None).await
+                    store.finish_outbox_logging(&row, "w1", None).await
                 }
             })
         })
@@ -273,7 +273,10 @@ async fn a_worker_releases_what_it_holds_but_delivers_not(store: &Store) {
     let lease = Duration::minutes(5);
     let rows = store.claim_outbox("w1", lease, 10).await.unwrap();
     assert_eq!(rows.len(), 3);
-    store.finish_outbox(&rows[2], "w1", None).await.unwrap();
+    store
+        .finish_outbox_logging(&rows[2], "w1", None)
+        .await
+        .unwrap();
     assert!(
         store
             .claim_outbox("w2", lease, 10)

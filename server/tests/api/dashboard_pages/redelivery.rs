@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use shipment_sdk::model::{MerchantId, WebhookId};
-use shipment_server::domain::sealed::DataKey;
-use shipment_server::webhooks::{DispatchSettings, Dispatcher};
+use shipment_server::harness::DataKey;
+use shipment_server::harness::{DispatchSettings, Dispatcher};
 use shipment_testkit::{TestApp, WAIT, db_tests};
 
 use super::browser::{Browser, signed_in};
@@ -39,11 +39,7 @@ async fn drain(app: &TestApp) {
 }
 
 /// How many attempts webhook `id` has logged, once it has `n`.
-async fn logged(
-    app: &TestApp,
-    id: i64,
-    n: u64,
-) -> Vec<shipment_server::store::webhooks::DeliveryRecord> {
+async fn logged(app: &TestApp, id: i64, n: u64) -> Vec<shipment_server::harness::DeliveryRecord> {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let (rows, total) = app
