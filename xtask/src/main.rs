@@ -168,7 +168,26 @@ fn build_server() -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask/ is inside the workspace");
-    let mut child = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    // What `cargo run` (and `cargo test`, for the image test) set for the
+    // xtask process: build scripts that watch them (ring's) would rebuild,
+    // and everything above them, whenever the release build is started
+    // from here rather than from a shell.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+            ]
+            .contains(&&*name)
+        {
+            command.env_remove(&*name);
+        }
+    }
+    let mut child = command
         .current_dir(root)
         .args([
             "build",
@@ -249,9 +268,10 @@ fn stage(binary: &Path, context: &Path) -> Result<(), String> {
         &rootfs.join("etc/group"),
         &format!("root:x:0:\nshipment:x:{USER_ID}:\n"),
     )?;
-    // Without this file glibc asks DNS before /etc/hosts, and gives up when
-    // no DNS server answers: the names `docker run --add-host` writes into
-    // /etc/hosts (host.docker.internal) would not resolve then.
+    // Without this file glibc's default is `hosts: dns [!UNAVAIL=return]
+    // files`: /etc/hosts is read only when no DNS server can be reached, so
+    // the names `docker run --add-host` writes there (host.docker.internal)
+    // would not resolve.
     write(&rootfs.join("etc/nsswitch.conf"), "hosts: files dns\n")?;
     // SQLite's temporary files (large sorts, an in-memory database that
     // spills) go to /tmp, which a scratch image lacks.
