@@ -54,7 +54,8 @@ enum Command {
     /// Ask `/readyz` of the server that `serve` with the same flags and
     /// environment runs (on 127.0.0.1 or ::1 when it listens on every
     /// interface); exit 0 when it answers 2xx within 3 s, 1 otherwise. The
-    /// container image's HEALTHCHECK.
+    /// container image's HEALTHCHECK: without flags, and with a `serve` as
+    /// process 1, that server's own command line decides.
     Healthcheck(Config),
     /// Nothing to set up: seed a demo merchant, print how to use it, serve.
     Demo {
@@ -135,7 +136,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!(addr = %app.local_addr(), dashboard = %format!("http://{dashboard}/"), "serving");
             app.run_until(shutdown_signal()).await?;
         }
-        Command::Healthcheck(config) => healthcheck(config.addr).await?,
+        Command::Healthcheck(config) => {
+            // Only a bare `healthcheck` (the image's HEALTHCHECK) looks at
+            // PID 1: flags of its own always decide.
+            let bare = std::env::args_os().len() <= 2;
+            let addr = bare.then(served_by_pid_1).flatten();
+            healthcheck(addr.unwrap_or(config.addr)).await?;
+        }
         Command::Openapi => {
             print!("{}", shipment_server::http::openapi::document_json());
         }
@@ -240,6 +247,35 @@ async fn healthcheck(addr: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The address of the server that is PID 1, as its command line and this
+/// environment give it: in the container image the server is PID 1,
+/// started with the arguments `docker run` gave after the image, and Docker
+/// runs the HEALTHCHECK with the container's environment but without those
+/// arguments (`serve --addr 0.0.0.0:9090` would leave it asking 8080).
+/// `None` when PID 1 is not `shipment-server serve` (outside a container).
+fn served_by_pid_1() -> Option<SocketAddr> {
+    let raw = std::fs::read("/proc/1/cmdline").ok()?;
+    let args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    serve_addr(&args)
+}
+
+/// The address `args` (a whole command line) would serve on, if it is
+/// `shipment-server serve`.
+fn serve_addr(args: &[String]) -> Option<SocketAddr> {
+    let program = std::path::Path::new(args.first()?).file_name()?;
+    if program != "shipment-server" {
+        return None;
+    }
+    match Cli::try_parse_from(args).ok()?.command {
+        Command::Serve(config) => Some(config.addr),
+        _ => None,
+    }
+}
+
 /// Where `healthcheck` asks: the server's own address, its loopback when it
 /// listens on every interface (`0.0.0.0`, `::`).
 fn readyz_url(addr: SocketAddr) -> anyhow::Result<String> {
@@ -318,7 +354,7 @@ Stop with Ctrl-C.
 mod tests {
     use clap::Parser;
 
-    use super::{Cli, Command, default_log_filter, readyz_url};
+    use super::{Cli, Command, default_log_filter, readyz_url, serve_addr};
 
     /// The filter `args` would log with when `RUST_LOG` is not set.
     fn filter_of(args: &[&str]) -> &'static str {
@@ -403,6 +439,22 @@ mod tests {
             ]),
             ok("http://127.0.0.1:7000/readyz")
         );
+        // The image's PID 1, whose arguments the HEALTHCHECK does not get.
+        let line =
+            |args: &[&str]| serve_addr(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>());
+        assert_eq!(
+            line(&[
+                "/usr/local/bin/shipment-server",
+                "serve",
+                "--test-controls",
+                "--addr",
+                "0.0.0.0:9191"
+            ]),
+            Some(([0, 0, 0, 0], 9191).into())
+        );
+        assert_eq!(line(&["/usr/local/bin/shipment-server", "demo"]), None);
+        assert_eq!(line(&["/sbin/init", "serve", "--addr", "0.0.0.0:1"]), None);
+        assert_eq!(line(&["shipment-server", "serve", "--no-such-flag"]), None);
         let zero = url_of(&["shipment-server", "healthcheck", "--addr", "127.0.0.1:0"]);
         assert!(zero.unwrap_err().contains("port 0"));
     }

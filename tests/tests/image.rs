@@ -354,8 +354,9 @@ async fn the_image_serves_ci_with_fixtures_health_webhooks_and_a_clean_stop() {
 }
 
 /// `-e SHIPMENT_ADDR` moves the server and its HEALTHCHECK together, and
-/// `-e DATABASE_URL` replaces the in-memory database: here a SQLite file
-/// in the non-root user's working directory.
+/// so does `serve --addr` after the image (arguments Docker does not give
+/// the HEALTHCHECK); `-e DATABASE_URL` replaces the in-memory database:
+/// here a SQLite file in the non-root user's working directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_healthcheck_follows_a_moved_port_and_a_given_database() {
     if !docker_available() {
@@ -397,4 +398,16 @@ async fn the_healthcheck_follows_a_moved_port_and_a_given_database() {
     // The database file is in the container's working directory.
     let listing = docker_ok(&["diff", &container.id]);
     assert!(listing.contains("/data/shipments.db"), "{listing}");
+
+    let flagged = Container::run(
+        &["--publish", "127.0.0.1::9191", "--health-interval", "1s"],
+        &["serve", "--addr", "0.0.0.0:9191"],
+    );
+    flagged.wait_healthy().await;
+    let last = flagged.inspect("{{range .State.Health.Log}}{{.Output}}{{end}}");
+    assert!(
+        last.contains("http://127.0.0.1:9191/readyz answered 200 OK"),
+        "{last}"
+    );
+    flagged.stop_gracefully().await;
 }
