@@ -1,6 +1,7 @@
 //! `shipment-server`: parse the command line, start logging, run.
 #![warn(missing_docs)]
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -50,6 +51,12 @@ enum Command {
     Serve(Config),
     /// Create or upgrade the database schema, then exit.
     Migrate(DatabaseArgs),
+    /// Ask `/readyz` of the server that `serve` with the same flags and
+    /// environment runs (on 127.0.0.1 or ::1 when it listens on every
+    /// interface); exit 0 when it answers 2xx within 3 s, 1 otherwise. The
+    /// container image's HEALTHCHECK: without flags, and with a `serve` as
+    /// process 1, that server's own command line decides.
+    Healthcheck(Config),
     /// Nothing to set up: seed a demo merchant, print how to use it, serve.
     Demo {
         /// Address to listen on.
@@ -129,6 +136,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!(addr = %app.local_addr(), dashboard = %format!("http://{dashboard}/"), "serving");
             app.run_until(shutdown_signal()).await?;
         }
+        Command::Healthcheck(config) => {
+            // Only a bare `healthcheck` (the image's HEALTHCHECK) looks at
+            // PID 1: flags of its own always decide.
+            let bare = std::env::args_os().len() <= 2;
+            let addr = bare.then(served_by_pid_1).flatten();
+            healthcheck(addr.unwrap_or(config.addr)).await?;
+        }
         Command::Openapi => {
             print!("{}", shipment_server::openapi_json());
         }
@@ -203,6 +217,83 @@ fn default_log_filter(demo: bool, verbose: u8) -> &'static str {
     }
 }
 
+/// How long `healthcheck` waits for `/readyz` to answer, connecting
+/// included, before it calls the server unhealthy: below the image's
+/// HEALTHCHECK `--timeout` (5 s), so the check reports why it failed rather
+/// than being killed.
+const HEALTHCHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `healthcheck`: `GET /readyz` on the address `serve` was given.
+async fn healthcheck(addr: SocketAddr) -> anyhow::Result<()> {
+    let url = readyz_url(addr)?;
+    // reqwest is built without a TLS provider of its own (the workspace's
+    // `reqwest`) and wants one to build a client, even for plain HTTP.
+    shipment_server::webhooks::install_tls_provider();
+    let client = reqwest::Client::builder()
+        .timeout(HEALTHCHECK_TIMEOUT)
+        // A proxy from the container's environment must not answer for
+        // the server beside it.
+        .no_proxy()
+        .build()
+        .context("cannot build an HTTP client")?;
+    let response = client
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("{url}: no answer"))?;
+    let status = response.status();
+    anyhow::ensure!(status.is_success(), "{url} answered {status}");
+    println!("{url} answered {status}");
+    Ok(())
+}
+
+/// The address of the server that is PID 1, as its command line and this
+/// environment give it: in the container image the server is PID 1,
+/// started with the arguments `docker run` gave after the image, and Docker
+/// runs the HEALTHCHECK with the container's environment but without those
+/// arguments (`serve --addr 0.0.0.0:9090` would leave it asking 8080).
+/// `None` when PID 1 is not `shipment-server serve` (outside a container).
+fn served_by_pid_1() -> Option<SocketAddr> {
+    let raw = std::fs::read("/proc/1/cmdline").ok()?;
+    let args: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    serve_addr(&args)
+}
+
+/// The address `args` (a whole command line) would serve on, if it is
+/// `shipment-server serve`.
+fn serve_addr(args: &[String]) -> Option<SocketAddr> {
+    let program = std::path::Path::new(args.first()?).file_name()?;
+    if program != "shipment-server" {
+        return None;
+    }
+    match Cli::try_parse_from(args).ok()?.command {
+        Command::Serve(config) => Some(config.addr),
+        _ => None,
+    }
+}
+
+/// Where `healthcheck` asks: the server's own address, its loopback when it
+/// listens on every interface (`0.0.0.0`, `::`).
+fn readyz_url(addr: SocketAddr) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        addr.port() != 0,
+        "the address {addr} has port 0 (a free port picked at start): give the port the server listens on with --addr or SHIPMENT_ADDR"
+    );
+    let ip: IpAddr = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    Ok(format!(
+        "http://{}/readyz",
+        SocketAddr::new(ip, addr.port())
+    ))
+}
+
 /// Hides a password in a database URL before printing it.
 fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
@@ -263,7 +354,7 @@ Stop with Ctrl-C.
 mod tests {
     use clap::Parser;
 
-    use super::{Cli, Command, default_log_filter};
+    use super::{Cli, Command, default_log_filter, readyz_url, serve_addr};
 
     /// The filter `args` would log with when `RUST_LOG` is not set.
     fn filter_of(args: &[&str]) -> &'static str {
@@ -308,5 +399,63 @@ mod tests {
             filter_of(&["shipment-server", "migrate", "-vv"]),
             "shipment_server=debug,tower_http=debug"
         );
+    }
+
+    #[test]
+    fn the_healthcheck_asks_where_serve_listens() {
+        let url_of = |args: &[&str]| {
+            let Command::Healthcheck(config) = Cli::try_parse_from(args).unwrap().command else {
+                panic!("{args:?} is no healthcheck");
+            };
+            readyz_url(config.addr).map_err(|e| e.to_string())
+        };
+        let ok = |url: &str| Ok(url.to_owned());
+        assert_eq!(
+            url_of(&["shipment-server", "healthcheck"]),
+            ok("http://127.0.0.1:8080/readyz")
+        );
+        assert_eq!(
+            url_of(&["shipment-server", "healthcheck", "--addr", "0.0.0.0:9090"]),
+            ok("http://127.0.0.1:9090/readyz")
+        );
+        assert_eq!(
+            url_of(&["shipment-server", "healthcheck", "--addr", "[::]:8080"]),
+            ok("http://[::1]:8080/readyz")
+        );
+        assert_eq!(
+            url_of(&["shipment-server", "healthcheck", "--addr", "10.1.2.3:80"]),
+            ok("http://10.1.2.3:80/readyz")
+        );
+        // Every `serve` flag is accepted, so a HEALTHCHECK can repeat them.
+        assert_eq!(
+            url_of(&[
+                "shipment-server",
+                "healthcheck",
+                "--test-controls",
+                "--database-url",
+                "sqlite::memory:",
+                "--addr",
+                "0.0.0.0:7000",
+            ]),
+            ok("http://127.0.0.1:7000/readyz")
+        );
+        // The image's PID 1, whose arguments the HEALTHCHECK does not get.
+        let line =
+            |args: &[&str]| serve_addr(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>());
+        assert_eq!(
+            line(&[
+                "/usr/local/bin/shipment-server",
+                "serve",
+                "--test-controls",
+                "--addr",
+                "0.0.0.0:9191"
+            ]),
+            Some(([0, 0, 0, 0], 9191).into())
+        );
+        assert_eq!(line(&["/usr/local/bin/shipment-server", "demo"]), None);
+        assert_eq!(line(&["/sbin/init", "serve", "--addr", "0.0.0.0:1"]), None);
+        assert_eq!(line(&["shipment-server", "serve", "--no-such-flag"]), None);
+        let zero = url_of(&["shipment-server", "healthcheck", "--addr", "127.0.0.1:0"]);
+        assert!(zero.unwrap_err().contains("port 0"));
     }
 }

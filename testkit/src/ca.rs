@@ -46,11 +46,14 @@ pub fn ca() -> &'static LocalCa {
 }
 
 impl LocalCa {
-    /// A new certificate and its key (both PEM) for `localhost` and
-    /// 127.0.0.1, signed by this CA: what an HTTPS receiver serves.
+    /// A new certificate and its key (both PEM) for `localhost`,
+    /// 127.0.0.1 and `host.docker.internal` (what a container started with
+    /// `--add-host host.docker.internal:host-gateway` calls this machine),
+    /// signed by this CA: what an HTTPS receiver serves.
     pub fn leaf(&self) -> (String, String) {
         let key = KeyPair::generate().expect("a leaf key");
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).expect("leaf params");
+        let names = vec!["localhost".to_owned(), "host.docker.internal".to_owned()];
+        let mut params = CertificateParams::new(names).expect("leaf params");
         params
             .subject_alt_names
             .push(SanType::IpAddress([127, 0, 0, 1].into()));

@@ -5,6 +5,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
+use shipment_testkit::{TestApp, db_tests};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -246,6 +247,99 @@ async fn the_simulating_demo_moves_shipments_by_itself() {
     }
     assert!(moved, "no simulated shipment moved");
     child.kill().await.unwrap();
+}
+
+db_tests!(the_healthcheck_asks_readyz_where_serve_listens);
+
+/// `healthcheck` reads `serve`'s flags and environment: the container
+/// image's HEALTHCHECK follows a port moved with `SHIPMENT_ADDR`, and an
+/// address on every interface is asked on loopback.
+async fn the_healthcheck_asks_readyz_where_serve_listens(app: &TestApp) {
+    let addr = app.root.strip_prefix("http://").unwrap();
+    let port = addr.rsplit_once(':').unwrap().1;
+    for (flag, env) in [
+        (None, Some(addr.to_owned())),
+        (Some(format!("0.0.0.0:{port}")), None),
+        // The flag wins over the environment, as for `serve`.
+        (Some(addr.to_owned()), Some("127.0.0.1:1".to_owned())),
+    ] {
+        let mut check = server();
+        check.arg("healthcheck").env_remove("SHIPMENT_ADDR");
+        if let Some(flag) = &flag {
+            check.args(["--addr", flag]);
+        }
+        if let Some(env) = &env {
+            check.env("SHIPMENT_ADDR", env);
+        }
+        let out = check.output().await.unwrap();
+        assert!(
+            out.status.success(),
+            "{flag:?} {env:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("http://127.0.0.1:{port}/readyz answered 200 OK\n")
+        );
+    }
+}
+
+/// Exit 1 with the reason when nothing listens, when `/readyz` is not 2xx
+/// (a server whose database is gone answers 503) and when it does not
+/// answer in time.
+#[tokio::test]
+async fn the_healthcheck_fails_when_the_server_is_not_ready() {
+    async fn check(addr: std::net::SocketAddr) -> (Option<i32>, String) {
+        let out = server()
+            .env_remove("SHIPMENT_ADDR")
+            .args(["healthcheck", "--addr", &addr.to_string()])
+            .output()
+            .await
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    }
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (code, stderr) = check(closed).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("http://{closed}/readyz: no answer")),
+        "{stderr}"
+    );
+
+    let unready = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = unready.local_addr().unwrap();
+    let answering = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let (mut socket, _) = unready.accept().await.unwrap();
+        let mut request = [0; 1024];
+        let _ = socket.read(&mut request).await.unwrap();
+        socket
+            .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        // A listener that accepts and never answers: the time-out.
+        let (_silent, _) = unready.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let (code, stderr) = check(addr).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("answered 503 Service Unavailable"),
+        "{stderr}"
+    );
+    let started = std::time::Instant::now();
+    let (code, stderr) = check(addr).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no answer"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the healthcheck gives up by itself: {:?}",
+        started.elapsed()
+    );
+    answering.abort();
 }
 
 /// Stops a child with SIGTERM and checks that it exits cleanly.
