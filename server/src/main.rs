@@ -228,7 +228,7 @@ async fn healthcheck(addr: SocketAddr) -> anyhow::Result<()> {
     let url = readyz_url(addr)?;
     // reqwest is built without a TLS provider of its own (the workspace's
     // `reqwest`) and wants one to build a client, even for plain HTTP.
-    shipment_server::webhooks::install_tls_provider();
+    shipment_server::harness::install_tls_provider();
     let client = reqwest::Client::builder()
         .timeout(HEALTHCHECK_TIMEOUT)
         // A proxy from the container's environment must not answer for
