@@ -63,8 +63,14 @@ fn commands(markdown: &str) -> Vec<Example> {
     found
 }
 
+/// What the README's shell variables stand for, when a command takes one
+/// as an argument (`--code "$CODE"`, set by an earlier command of the block):
+/// a value of the shape the argument needs.
+const SAMPLES: &[(&str, &str)] = &[("$CODE", "SHP-7K3M-Q9ZX")];
+
 /// `command` split into words as a shell would, for the quoting the README
-/// uses: single and double quotes, no escapes or expansions.
+/// uses: single and double quotes, no escapes; a word that is one of the
+/// [`SAMPLES`]' variables becomes its sample value.
 fn words(command: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
@@ -82,6 +88,11 @@ fn words(command: &str) -> Vec<String> {
     }
     assert!(quote.is_none(), "an unclosed quote in `{command}`");
     words.extend(word);
+    for word in &mut words {
+        if let Some((_, sample)) = SAMPLES.iter().find(|(name, _)| word == name) {
+            *word = (*sample).to_owned();
+        }
+    }
     words
 }
 
