@@ -3,12 +3,8 @@
 
 /// The form an e-mail address is stored, looked up and throttled under:
 /// surrounding white space trimmed and every letter lowercased (Unicode, not
-/// only ASCII).
-///
-/// ```
-/// use shipment_server::domain::email::normalize;
-/// assert_eq!(normalize("  Zoë@Example.COM "), "zoë@example.com");
-/// ```
+/// only ASCII): `"  Zoë@Example.COM "` is `"zoë@example.com"` (the tests
+/// below hold it).
 pub fn normalize(raw: &str) -> String {
     raw.trim().to_lowercase()
 }
