@@ -48,8 +48,8 @@
 //! builds those few crates optimised (issue 30 reported a suite 2.5 times
 //! slower without it). Copy this into your `Cargo.toml` (a
 //! `[profile.dev.package.*]` setting is read from the root manifest only);
-//! it costs seconds of build, not minutes, unlike `"*"` for every
-//! dependency:
+//! name these crates rather than `"*"`, which optimises every dependency
+//! and build script and makes a cold build far longer:
 //!
 //! ```toml
 //! [profile.dev.package.argon2]
