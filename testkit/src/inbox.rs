@@ -44,6 +44,7 @@ pub struct Delivery {
 pub struct WebhookInbox {
     receiver: WebhookReceiver,
     verifier: Verifier,
+    signing_key: String,
     /// How many deliveries earlier calls consumed.
     cursor: usize,
 }
@@ -55,8 +56,16 @@ impl WebhookInbox {
         WebhookInbox {
             receiver,
             verifier: Verifier::new(signing_key),
+            signing_key: signing_key.to_owned(),
             cursor: 0,
         }
+    }
+
+    /// The webhook's signing key (`whsec_…`), so a merchant can run its
+    /// own webhook handler's verification on the real deliveries the inbox
+    /// received ([`Delivery`]'s `body` and headers).
+    pub fn signing_key(&self) -> &str {
+        &self.signing_key
     }
 
     /// The receiver's URL, as registered.

@@ -27,7 +27,42 @@
 //! - [`TestServer::duplicate_deliveries`]: deliveries sent twice, to prove a
 //!   receiver de-duplicates;
 //! - [`TestServer::webhook_inbox`]: an HTTPS receiver registered as a
-//!   webhook, whose deliveries arrive verified with `webhook-verify`.
+//!   webhook, whose deliveries arrive verified with `webhook-verify`; its
+//!   [`signing_key`](WebhookInbox::signing_key) lets your own webhook
+//!   handler verify the same real deliveries;
+//! - [`TestServer::new_merchant`]: a fresh merchant per test
+//!   ([`TestMerchant`]), so tests sharing one server run in parallel
+//!   without seeing each other's shipments or deliveries;
+//! - [`TestServer::root_url`] beside [`TestServer::base_url`]: `/readyz`,
+//!   `/metrics`.
+//!
+//! Every type of another crate in the kit's API is re-exported
+//! ([`StatusCode`], [`HeaderMap`], [`Bytes`], [`reqwest`], [`serde_json`],
+//! [`shipment_sdk`]), so your tests need not match their versions.
+//!
+//! # Copy the workspace's profile settings
+//!
+//! Password hashing (argon2id at 19 MiB for every sign-in, and every
+//! merchant [`TestServer::new_merchant`] makes), SHA-256 (every API key and
+//! signature) and SQLite run unoptimised in a test build; the workspace
+//! builds those few crates optimised (issue 30 reported a suite 2.5 times
+//! slower without it). Copy this into your `Cargo.toml` (a
+//! `[profile.dev.package.*]` setting is read from the root manifest only);
+//! name these crates rather than `"*"`, which optimises every dependency
+//! and build script and makes a cold build far longer:
+//!
+//! ```toml
+//! [profile.dev.package.argon2]
+//! opt-level = 2
+//! [profile.dev.package.blake2]
+//! opt-level = 2
+//! [profile.dev.package.sha2]
+//! opt-level = 2
+//! [profile.dev.package.rustls-pki-types]
+//! opt-level = 2
+//! [profile.dev.package.libsqlite3-sys]
+//! opt-level = 1
+//! ```
 //!
 //! Fixtures come from code ([`Fixtures::empty`] and its builders) or from
 //! the fixtures file a CI job already uses
@@ -88,6 +123,7 @@ mod ca;
 mod db;
 mod fixtures;
 mod inbox;
+mod merchant;
 mod receiver;
 mod server;
 
@@ -99,8 +135,22 @@ pub use fixtures::{
     TOML_TEXT, new_signing_key,
 };
 pub use inbox::{DELIVERY_ID_HEADER, Delivery, WebhookInbox};
+pub use merchant::TestMerchant;
 pub use receiver::{Received, WAIT, WebhookReceiver};
 pub use server::{Fault, TestServer, TestServerBuilder};
+// The types of other crates that the kit's public API takes or gives, so a
+// merchant's tests need not depend on (and match the versions of) `http`,
+// `bytes`, `reqwest`, `serde_json` or the SDK themselves.
+/// The bytes of a [`Received`] body.
+pub use axum::body::Bytes;
+/// HTTP types of [`WebhookReceiver::start`] and [`Received`].
+pub use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+/// The HTTP client of [`TestApp`] (its `client`, `req`, `bearer`).
+pub use reqwest;
+/// The JSON values of [`TestApp`]'s helpers and [`TestMerchant::delete`].
+pub use serde_json;
+/// The SDK whose clients and models the kit gives ([`TestServer::sdk`]).
+pub use shipment_sdk;
 /// Why fixtures were refused: the server's own error, naming the file (or
 /// what stands for it) and its lines.
 pub use shipment_server::FixtureError;

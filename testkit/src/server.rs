@@ -11,7 +11,7 @@ use shipment_sdk::{Client, DashboardClient};
 use shipment_server::StartError;
 
 use crate::fixtures::Fixtures;
-use crate::{Db, TestApp, WebhookInbox, WebhookReceiver};
+use crate::{Db, TestApp, TestMerchant, WebhookInbox, WebhookReceiver};
 
 /// The real `shipment-server`, in this process on `127.0.0.1:<free port>`,
 /// on a fresh database (SQLite in a temporary directory; a PostgreSQL
@@ -171,6 +171,52 @@ impl TestServer {
     /// `http://127.0.0.1:<port>/api/v1`, the base URL for any client.
     pub fn base_url(&self) -> &str {
         &self.app.base
+    }
+
+    /// `http://127.0.0.1:<port>`, the server's root, for what is not under
+    /// the API: `/readyz`, `/healthz`, `/metrics`, the dashboard pages.
+    pub fn root_url(&self) -> &str {
+        &self.app.root
+    }
+
+    /// A fresh merchant for one test (`POST /testing/merchants`, asked with
+    /// the first merchant's key): its own key, sign-in, the first
+    /// merchant's courier companies linked, a courier key and a driver,
+    /// and a verified webhook inbox of its own. Tests that share one
+    /// server each take one and see only their own shipments, deliveries,
+    /// faults and listener events.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use shipment_sdk::model::{CreateShipment, Status};
+    /// use shipment_testkit::TestServer;
+    ///
+    /// let server = TestServer::start().await;
+    /// let mut merchant = server.new_merchant().await;
+    /// let courier = merchant.courier_company_ids[0];
+    /// let shipment = merchant.sdk().shipments().create(&CreateShipment::new(courier))
+    ///     .send().await.unwrap().into_inner();
+    /// merchant.advance(&shipment.code, Status::Delivered).await;
+    /// merchant.inbox().wait_for(&shipment.code, Status::Delivered).await;
+    /// let removed = merchant.delete().await;
+    /// assert_eq!(removed["shipments"], 1);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the fixtures have no merchant with a key, or the server
+    /// refuses.
+    pub async fn new_merchant(&self) -> TestMerchant {
+        let receiver = WebhookReceiver::start(StatusCode::OK, Duration::ZERO).await;
+        TestMerchant::create(
+            &self.app.base,
+            &self.app.client,
+            self.api_key(),
+            receiver,
+            |key| self.app.sdk(key),
+        )
+        .await
     }
 
     /// The fixtures it started with (their keys and passwords).

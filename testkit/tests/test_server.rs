@@ -17,6 +17,7 @@ db_tests!(
     a_status_fault_is_retried_by_the_sdk_and_creates_once,
     duplicate_deliveries_arrive_twice_with_one_delivery_id,
     a_refusal_at_start_names_the_fixtures_not_the_kits_copy,
+    merchants_per_test_see_only_their_own_and_are_deleted,
 );
 
 async fn start(db: Db) -> TestServer {
@@ -308,4 +309,62 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
         .unwrap_or_default()
+}
+
+/// Two merchants of one server, used at once: each sees its own shipment
+/// and deliveries only; the inbox's signing key verifies the real
+/// deliveries as a merchant's own handler would; deleting one refuses its
+/// key and leaves the other working; the root URL answers `/readyz`.
+async fn merchants_per_test_see_only_their_own_and_are_deleted(db: Db) {
+    use shipment_testkit::{StatusCode, reqwest};
+
+    let server = start(db).await;
+    let (mut a, mut b) = tokio::join!(server.new_merchant(), server.new_merchant());
+    assert_ne!(a.id, b.id);
+    assert!(a.api_key.starts_with("sk_test_") && a.courier_key.is_some());
+    let create = |m: &shipment_testkit::TestMerchant| {
+        let sdk = m.sdk().clone();
+        let courier = m.courier_company_ids[0];
+        async move {
+            sdk.shipments()
+                .create(&CreateShipment::new(courier))
+                .send()
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    let (sa, sb) = tokio::join!(create(&a), create(&b));
+    a.advance(&sa.code, Status::InTransit).await;
+    let seen = a.inbox().wait_for(&sa.code, Status::InTransit).await;
+    // The merchant's own handler verifies the same bytes with the key.
+    let header = seen
+        .received
+        .headers
+        .get(webhook_verify::SIGNATURE_HEADER)
+        .unwrap();
+    let verifier = webhook_verify::Verifier::new(a.inbox().signing_key());
+    assert_eq!(
+        verifier.verify(&seen.received.body, header.as_bytes()),
+        Ok(())
+    );
+    let first_of_b = b.inbox().next().await;
+    assert_eq!(first_of_b.shipment.code, sb.code);
+    // Neither sees the other's shipment.
+    let list = a.sdk().shipments().list().send().await.unwrap();
+    assert_eq!(list.total, 1);
+    assert!(b.sdk().shipments().get(&sa.code).await.is_err());
+
+    let ready = reqwest::get(format!("{}/readyz", server.root_url()))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+
+    let a_sdk = a.sdk().clone();
+    let removed = a.delete().await;
+    assert_eq!(removed["shipments"], 1);
+    assert_eq!(removed["webhooks"], 1);
+    assert!(a_sdk.shipments().list().send().await.is_err());
+    assert_eq!(b.sdk().shipments().list().send().await.unwrap().total, 1);
+    server.stop().await;
 }

@@ -170,6 +170,8 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         super::testing::disarm_faults,
         super::testing::advance_shipment,
         super::testing::duplicate_deliveries,
+        super::testing::create_merchant,
+        super::testing::delete_merchant,
     ),
     modifiers(&Additions, &OptionalBodies),
     tags(

@@ -1,23 +1,24 @@
 //! The test controls' routes (`--test-controls` only; without the flag they
 //! do not exist): faults on the merchant's next requests, advancing a
-//! shipment, duplicate webhook deliveries; and the middleware that applies
+//! shipment, duplicate webhook deliveries, a merchant per test; and the middleware that applies
 //! armed faults to the API's requests.
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{delete, post};
 use axum::{Json, Router};
 use shipment_sdk::model::{MerchantId, ProblemCode, Shipment};
 
 use super::ApiError;
 use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
-use super::params::{CodeParam, Problems};
-use crate::app::AppState;
+use super::params::{CodeParam, IdParam, Problems};
+use crate::app::testing::merchants::{self, DeletedMerchant, NewMerchant, TestMerchant};
 use crate::app::testing::{
     self, AdvanceShipment, ArmFault, DuplicateDeliveries, Fault, FaultAction, TestingError,
 };
+use crate::app::{AppState, numeric_id};
 use crate::serve::ConnectionCloser;
 
 /// Where the API is mounted; fault paths are relative to it.
@@ -34,13 +35,17 @@ pub(super) fn mount(api: Router<AppState>, state: &AppState) -> Router<AppState>
         .route("/testing/faults", post(arm_fault).delete(disarm_faults))
         .route("/testing/shipments/{code}/advance", post(advance_shipment))
         .route("/testing/webhooks/duplicates", post(duplicate_deliveries))
+        .route("/testing/merchants", post(create_merchant))
+        .route("/testing/merchants/{id}", delete(delete_merchant))
 }
 
 impl From<TestingError> for ApiError {
     fn from(e: TestingError) -> ApiError {
         match e {
             TestingError::Disabled => ApiError::not_found(e.to_string()),
-            e @ (TestingError::Unreachable { .. } | TestingError::TooManyFaults) => {
+            e @ (TestingError::Unreachable { .. }
+            | TestingError::TooManyFaults
+            | TestingError::DeliveriesInFlight(_)) => {
                 ApiError::conflict(ProblemCode::InvalidState, e.to_string())
             }
             TestingError::App(e) => e.into(),
@@ -223,4 +228,65 @@ async fn duplicate_deliveries(
 ) -> Result<Json<DuplicateDeliveries>, ApiError> {
     let armed = testing::duplicate_deliveries(&state, merchant.id, body).await?;
     Ok(Json(armed))
+}
+
+#[utoipa::path(
+    post,
+    path = "/testing/merchants",
+    tag = "testing",
+    summary = "Make a fresh merchant for one test",
+    description = "Any API key of the server may ask, so a CI file needs only its one fixed \
+                   key. The new merchant gets an API key, a sign-in e-mail and password, the \
+                   courier companies linked (the caller's, or those named in \
+                   `courier_company_ids`), a courier key and a driver of the first of them \
+                   (both stay with the company when the merchant is deleted), and a webhook \
+                   per URL of `webhook_urls` with its signing key. Everything it owns is \
+                   invisible to every other merchant. Limits: `name` at most 100 characters, \
+                   at most 20 courier companies and 10 webhook URLs. The whole body is \
+                   checked before anything is made.",
+    security(("api_key" = [])),
+    request_body = NewMerchant,
+    responses(
+        (status = 201, description = "The merchant, with its secrets shown this once", body = TestMerchant),
+        Problems
+    )
+)]
+async fn create_merchant(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    ApiJson(body): ApiJson<NewMerchant>,
+) -> Result<(StatusCode, Json<TestMerchant>), ApiError> {
+    let made = merchants::create_test_merchant(&state, merchant.id, body).await?;
+    Ok((StatusCode::CREATED, Json(made)))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/testing/merchants/{id}",
+    tag = "testing",
+    summary = "Delete this merchant and everything it owns",
+    description = "Asked with the merchant's own key (another merchant's id is 404 \
+                   `not_found`). Removes its shipments (they leave its courier companies' \
+                   lists too), outbox rows and delivery log, webhooks, signing keys, API keys \
+                   and sessions (refused at once, in every process on PostgreSQL; an open \
+                   listen stream ends), courier links, idempotency keys, and the faults and \
+                   duplicate deliveries armed in this process. Courier companies, their keys \
+                   and drivers stay. A change being delivered right now holds the deletion \
+                   back up to 10 s, then it is 409 `invalid_state`; changes not yet sent are \
+                   dropped unsent.",
+    security(("api_key" = [])),
+    params(IdParam),
+    responses(
+        (status = 200, description = "Deleted: what was removed, per kind", body = DeletedMerchant),
+        Problems
+    )
+)]
+async fn delete_merchant(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    Path(id): Path<String>,
+) -> Result<Json<DeletedMerchant>, ApiError> {
+    let id = numeric_id(&id)?;
+    let deleted = merchants::delete_test_merchant(&state, merchant.id, id).await?;
+    Ok(Json(deleted))
 }

@@ -26,6 +26,7 @@ mod revocation;
 mod shipments;
 mod testing;
 mod testing_deliveries;
+mod testing_merchants;
 
 use shipment_server::harness::{Pool, Store};
 use shipment_server::{Application, Config};

@@ -190,6 +190,12 @@ pub enum TestingError {
          DELETE /testing/faults first"
     )]
     TooManyFaults,
+    /// A deletion waited in vain for the merchant's deliveries in flight.
+    #[error(
+        "{0} of this merchant's changes are being delivered right now; the merchant can be \
+         deleted once they are (stop making changes, then try again)"
+    )]
+    DeliveriesInFlight(u64),
     /// A use-case refused or failed (a bad field, no such shipment, ...).
     #[error(transparent)]
     App(#[from] Error),
@@ -283,6 +289,18 @@ impl TestControls {
         if let Some(faults) = self.armed().faults.remove(&merchant_id) {
             self.faults_armed.fetch_sub(faults.len(), Ordering::AcqRel);
         }
+    }
+
+    /// Drops everything this process keeps for a deleted merchant: its
+    /// faults and its pending duplicate deliveries; how many of each.
+    pub(super) fn forget_merchant(&self, merchant_id: MerchantId) -> (u64, u64) {
+        let mut armed = self.armed();
+        let faults = armed.faults.remove(&merchant_id).map_or(0, |f| f.len());
+        let duplicates = armed.duplicates.remove(&merchant_id).unwrap_or(0);
+        self.faults_armed.fetch_sub(faults, Ordering::AcqRel);
+        self.duplicates_armed
+            .fetch_sub(duplicates as usize, Ordering::AcqRel);
+        (faults as u64, u64::from(duplicates))
     }
 
     pub(super) fn set_duplicates(&self, merchant_id: MerchantId, times: u32) {

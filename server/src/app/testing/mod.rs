@@ -8,9 +8,11 @@
 //! database each keep their own, so a merchant arms the process its
 //! requests reach. Advancing is a series of real changes through the same
 //! use-cases as the courier's and merchant's routes, so every step bumps the
-//! version and fires its webhooks.
+//! version and fires its webhooks. A merchant per test ([`merchants`]):
+//! made with everything a test needs, deleted with everything it owns.
 
 mod controls;
+pub mod merchants;
 
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 

@@ -1,0 +1,352 @@
+//! A merchant per test (`POST /testing/merchants`): a fresh merchant with
+//! everything a test needs, and its deletion with everything it owns.
+//!
+//! Why: a parallel suite sharing one server mixes its tests' shipments,
+//! webhooks, faults and listener events when they share a merchant; a
+//! merchant per test is isolated the way any two merchants are.
+//!
+//! What a deletion decides:
+//! - The merchant's shipments go, so they leave its courier companies'
+//!   lists and counts too; the courier companies themselves, their keys
+//!   and drivers (the courier key and driver made for the merchant
+//!   included) stay: they belong to the company, which other merchants
+//!   may share.
+//! - A change being delivered right now (claimed by a dispatcher) holds the
+//!   deletion back: it waits up to [`DELETE_WAIT`] for the delivery to end,
+//!   then answers 409 `invalid_state`. Changes not yet claimed are deleted
+//!   unsent (on PostgreSQL they are locked meanwhile, so no process claims
+//!   one while the deletion runs).
+//! - Its API keys and sessions are forgotten at once in this process (key
+//!   cache, listener streams: an open listen stream ends) and, on
+//!   PostgreSQL, announced to the other processes in the deleting
+//!   transaction, as a deleted key is.
+//! - Its faults and pending duplicate deliveries are dropped from this
+//!   process's memory (another process sharing the database keeps those
+//!   armed there until they are used; the merchant's requests are refused
+//!   anyway).
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use shipment_sdk::model::{CourierCompany, CourierId, MerchantId, WebhookId};
+
+use super::{Result, TEST_DRIVER, TestingError, controls};
+use crate::app::couriers::{self, Driver};
+use crate::app::{AppState, Error, api_keys, auth, webhooks};
+use crate::domain::FieldError;
+use crate::domain::keys;
+use crate::store::merchants::{MerchantDeletion, RemovedRows};
+
+/// Longest merchant name accepted, in characters.
+pub const MAX_MERCHANT_NAME: usize = 100;
+/// Most webhook URLs one new merchant may register.
+pub const MAX_WEBHOOK_URLS: usize = 10;
+/// Most courier companies one new merchant may be linked to.
+pub const MAX_COURIER_COMPANIES: usize = 20;
+/// How long a deletion waits for the merchant's deliveries in flight.
+pub const DELETE_WAIT: Duration = Duration::from_secs(10);
+/// Why a deletion of another merchant's id (or of no merchant's) is 404.
+const NOT_YOURS: &str = "no merchant of yours has this id: a merchant's key deletes only that \
+                         merchant";
+/// The name of a merchant made without one.
+pub const DEFAULT_NAME: &str = "Test merchant";
+
+/// Body of `POST /testing/merchants`; every field may be left out.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMerchant {
+    /// Display name (trimmed; at most 100 characters); "Test merchant"
+    /// when absent or empty.
+    #[schema(example = "checkout tests #7")]
+    pub name: Option<String>,
+    /// The courier companies to link, by id (at most 20, each existing);
+    /// when absent, those linked to the caller.
+    #[schema(value_type = Option<Vec<i64>>)]
+    pub courier_company_ids: Option<Vec<CourierId>>,
+    /// Webhooks to register for the new merchant (at most 10, distinct,
+    /// each a URL `POST /webhooks` would take).
+    #[schema(example = json!(["https://ci.example.com/hooks/shipments"]))]
+    pub webhook_urls: Option<Vec<String>>,
+}
+
+/// A webhook registered for a new test merchant.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TestWebhook {
+    /// The webhook's id.
+    #[schema(value_type = i64)]
+    pub webhook_id: WebhookId,
+    /// Its URL.
+    pub url: String,
+    /// Its signing key (`whsec_…`), shown this once.
+    pub signing_key: String,
+}
+
+/// Everything a test needs of its fresh merchant. Secrets are shown this
+/// once.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TestMerchant {
+    /// The merchant's id (the `{id}` of its deletion).
+    #[schema(value_type = i64)]
+    pub merchant_id: MerchantId,
+    /// Display name.
+    pub name: String,
+    /// An API key of the merchant (`X-API-KEY`).
+    pub api_key: String,
+    /// The e-mail it signs in to the dashboard with.
+    pub email: String,
+    /// Its dashboard password.
+    pub password: String,
+    /// The courier companies linked to it.
+    pub courier_companies: Vec<CourierCompany>,
+    /// A key of the first linked courier company (`ck_…`), made for this
+    /// merchant; `null` when none is linked.
+    pub courier_key: Option<String>,
+    /// A driver of the first linked courier company, made for this
+    /// merchant; `null` when none is linked.
+    pub driver: Option<Driver>,
+    /// One per URL of the body, in its order.
+    pub webhooks: Vec<TestWebhook>,
+}
+
+/// The rows a deletion removed, per kind, and the in-memory state dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct RemovedCounts {
+    /// Shipments.
+    pub shipments: u64,
+    /// Their pending confirmation codes.
+    pub confirmation_codes: u64,
+    /// Outbox rows (changes and redeliveries), delivered or not.
+    pub outbox_rows: u64,
+    /// Delivery log rows.
+    pub deliveries: u64,
+    /// Webhooks.
+    pub webhooks: u64,
+    /// Shipment and listener signing keys.
+    pub signing_keys: u64,
+    /// API keys (refused from now on).
+    pub api_keys: u64,
+    /// Dashboard sessions (signed out).
+    pub sessions: u64,
+    /// Links to courier companies (the companies stay).
+    pub courier_links: u64,
+    /// Stored answers to creates with an `Idempotency-Key`.
+    pub idempotency_keys: u64,
+    /// Its sign-in throttle row.
+    pub login_attempts: u64,
+    /// Faults still armed in the process that was asked.
+    pub faults: u64,
+    /// Duplicate deliveries still pending in the process that was asked.
+    pub duplicate_deliveries: u64,
+}
+
+/// The answer to `DELETE /testing/merchants/{id}`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct DeletedMerchant {
+    /// The merchant deleted.
+    #[schema(value_type = i64)]
+    pub merchant_id: MerchantId,
+    /// What was removed.
+    pub removed: RemovedCounts,
+}
+
+/// Checks `request` whole before anything is made, so a refused body
+/// leaves nothing behind: the name, the courier ids, the URLs.
+async fn check(
+    state: &AppState,
+    caller: MerchantId,
+    request: &NewMerchant,
+) -> Result<(String, Vec<CourierId>, Vec<String>)> {
+    if let Some(sent) = &request.name {
+        crate::domain::validation::no_control_characters("name", sent)?;
+    }
+    let name = match request.name.as_deref().map(str::trim) {
+        Some(n) if n.chars().count() > MAX_MERCHANT_NAME => {
+            return Err(FieldError::invalid(
+                "name",
+                format!("`name` must be at most {MAX_MERCHANT_NAME} characters"),
+            )
+            .into());
+        }
+        Some(n) if !n.is_empty() => n.to_owned(),
+        _ => DEFAULT_NAME.to_owned(),
+    };
+    let couriers = match &request.courier_company_ids {
+        Some(ids) => {
+            if ids.len() > MAX_COURIER_COMPANIES {
+                return Err(FieldError::invalid(
+                    "courier_company_ids",
+                    format!(
+                        "`courier_company_ids` holds at most {MAX_COURIER_COMPANIES} courier \
+                         companies"
+                    ),
+                )
+                .into());
+            }
+            let mut unique = Vec::with_capacity(ids.len());
+            for id in ids {
+                if !state.store.courier_exists(*id).await.map_err(Error::from)? {
+                    return Err(FieldError::invalid(
+                        "courier_company_ids",
+                        format!("no courier company has the id {}", id.get()),
+                    )
+                    .into());
+                }
+                if !unique.contains(id) {
+                    unique.push(*id);
+                }
+            }
+            unique
+        }
+        None => couriers::list_merchant_couriers(state, caller)
+            .await?
+            .into_iter()
+            .map(|c| c.id)
+            .collect(),
+    };
+    let urls = request.webhook_urls.clone().unwrap_or_default();
+    if urls.len() > MAX_WEBHOOK_URLS {
+        return Err(FieldError::invalid(
+            "webhook_urls",
+            format!("`webhook_urls` holds at most {MAX_WEBHOOK_URLS} URLs"),
+        )
+        .into());
+    }
+    let mut checked: Vec<String> = Vec::with_capacity(urls.len());
+    for (at, raw) in urls.iter().enumerate() {
+        let url = webhooks::check_webhook_url(state, "webhook_urls", raw).await?;
+        if let Some(first) = checked.iter().position(|u| u == url.as_str()) {
+            return Err(FieldError::invalid(
+                "webhook_urls",
+                format!(
+                    "`webhook_urls` names the same URL twice (items {first} and {at}, counted \
+                     from 0)"
+                ),
+            )
+            .into());
+        }
+        checked.push(url.as_str().to_owned());
+    }
+    Ok((name, couriers, checked))
+}
+
+/// Makes a fresh merchant for a test: its API key, a sign-in e-mail and
+/// password, the courier companies linked (the caller's unless the body
+/// names some), a courier key and a driver of the first of them, and a
+/// webhook per URL of the body.
+pub async fn create_test_merchant(
+    state: &AppState,
+    caller: MerchantId,
+    request: NewMerchant,
+) -> Result<TestMerchant> {
+    controls(state)?;
+    let (name, courier_ids, urls) = check(state, caller, &request).await?;
+    // Random, so concurrent suites on one server never collide; the
+    // reserved `.test` domain can receive no mail.
+    let email = format!(
+        "{}@merchants.test",
+        keys::random_token("merchant-")
+            .expose()
+            .to_ascii_lowercase()
+    );
+    let password = keys::random_token("pw-").expose().to_owned();
+    let hash = auth::hash_password(state, password.clone()).await?;
+    let merchant_id = state
+        .store
+        .create_merchant(&name, &email, &hash)
+        .await
+        .map_err(Error::from)?;
+    let (_, api_key) = api_keys::create_api_key(state, merchant_id, Some("test merchant")).await?;
+    for id in &courier_ids {
+        state
+            .store
+            .link_courier(merchant_id, *id)
+            .await
+            .map_err(Error::from)?;
+    }
+    let (courier_key, driver) = match courier_ids.first() {
+        Some(&courier_id) => {
+            let key = state
+                .store
+                .create_courier_key(courier_id, state.environment)
+                .await
+                .map_err(Error::from)?;
+            let driver = couriers::create_driver(state, courier_id, TEST_DRIVER).await?;
+            (Some(key.key.expose().to_owned()), Some(driver))
+        }
+        None => (None, None),
+    };
+    let mut hooks = Vec::with_capacity(urls.len());
+    for url in urls {
+        let (webhook, signing_key) = webhooks::register_webhook(state, merchant_id, &url).await?;
+        hooks.push(TestWebhook {
+            webhook_id: webhook.webhook_id,
+            url: webhook.url.to_string(),
+            signing_key: signing_key.expose().to_owned(),
+        });
+    }
+    Ok(TestMerchant {
+        merchant_id,
+        name,
+        api_key: api_key.expose().to_owned(),
+        email,
+        password,
+        courier_companies: couriers::list_merchant_couriers(state, merchant_id).await?,
+        courier_key,
+        driver,
+        webhooks: hooks,
+    })
+}
+
+/// Deletes the caller's own merchant (`id` must be the caller: another
+/// merchant's id is not found, as for any resource of another merchant)
+/// and everything it owns; see the module documentation for what it
+/// decides about courier companies, deliveries in flight and listeners.
+pub async fn delete_test_merchant(
+    state: &AppState,
+    caller: MerchantId,
+    id: MerchantId,
+) -> Result<DeletedMerchant> {
+    let controls = controls(state)?;
+    if id != caller {
+        return Err(Error::NotFound(NOT_YOURS.into()).into());
+    }
+    let started = Instant::now();
+    let (rows, revoked) = loop {
+        match state.store.delete_merchant(id).await.map_err(Error::from)? {
+            MerchantDeletion::Deleted { removed, revoked } => break (removed, revoked),
+            MerchantDeletion::Missing => {
+                return Err(Error::NotFound(NOT_YOURS.into()).into());
+            }
+            MerchantDeletion::InFlight(n) if started.elapsed() >= DELETE_WAIT => {
+                return Err(TestingError::DeliveriesInFlight(n));
+            }
+            MerchantDeletion::InFlight(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    for r in revoked {
+        api_keys::forget_revoked(state, r);
+    }
+    let (faults, duplicate_deliveries) = controls.forget_merchant(id);
+    Ok(DeletedMerchant {
+        merchant_id: id,
+        removed: counts(rows, faults, duplicate_deliveries),
+    })
+}
+
+fn counts(r: RemovedRows, faults: u64, duplicate_deliveries: u64) -> RemovedCounts {
+    RemovedCounts {
+        shipments: r.shipments,
+        confirmation_codes: r.confirmation_codes,
+        outbox_rows: r.outbox_rows,
+        deliveries: r.deliveries,
+        webhooks: r.webhooks,
+        signing_keys: r.signing_keys,
+        api_keys: r.api_keys,
+        sessions: r.sessions,
+        courier_links: r.courier_links,
+        idempotency_keys: r.idempotency_keys,
+        login_attempts: r.login_attempts,
+        faults,
+        duplicate_deliveries,
+    }
+}
