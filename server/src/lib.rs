@@ -26,6 +26,7 @@ pub mod serve;
 pub mod simulate;
 mod start_error;
 pub mod store;
+pub mod telemetry;
 pub mod webhooks;
 
 pub use app::caches::PRICING_MEMORY_TTL;
