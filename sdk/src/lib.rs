@@ -180,6 +180,14 @@
 //! - `client` (default): the HTTP client, on reqwest with rustls. Without it
 //!   only [`model`] is built, with serde, chrono, rust_decimal and url
 //!   behind it.
+//! - `opentelemetry`: W3C Trace Context on every request (`traceparent`,
+//!   and `tracestate` when not empty) naming the SDK's span of the call, a
+//!   child of the caller's current `tracing` span, read through
+//!   `tracing-opentelemetry` (the application's subscriber needs its
+//!   `OpenTelemetryLayer`). The server continues the trace to the webhook
+//!   delivery of the change.
+//! - `openapi`: `utoipa::ToSchema` for every wire type (the server's
+//!   OpenAPI document).
 #![warn(missing_docs)]
 
 pub mod model;

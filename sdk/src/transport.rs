@@ -503,15 +503,27 @@ impl Transport {
     }
 
     async fn execute(&self, call: &Call) -> Result<Answer> {
+        let url = self.url(call);
+        // The OpenTelemetry HTTP client attributes beside the SDK's own
+        // names (`method`, `path`, `attempt`, `status`), which stay for the
+        // merchants who read them already.
         let span = tracing::info_span!(
             "shipment_sdk.request",
+            otel.name = %format_args!("{} {}", call.method, call.template),
+            otel.kind = "client",
             method = %call.method,
             path = call.template,
             attempt = Empty,
             status = Empty,
             request_id = Empty,
+            http.request.method = %call.method,
+            url.full = %url,
+            server.address = url.host_str().unwrap_or_default(),
+            server.port = url.port_or_known_default(),
+            http.route = call.template,
+            http.response.status_code = Empty,
+            http.request.resend_count = Empty,
         );
-        let url = self.url(call);
         let policy = self.inner.retry;
         async {
             let mut attempt: u32 = 0;
@@ -519,6 +531,10 @@ impl Transport {
                 attempt += 1;
                 let span = tracing::Span::current();
                 span.record("attempt", attempt);
+                if attempt > 1 {
+                    // OpenTelemetry's name for the retries before this one.
+                    span.record("http.request.resend_count", attempt - 1);
+                }
                 let error = match self.attempt(call, url.clone(), attempt, &span).await {
                     Ok(answer) => return Ok(answer),
                     Err(e) => e,
@@ -557,9 +573,14 @@ impl Transport {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
+        #[cfg(feature = "opentelemetry")]
+        {
+            request = trace_context::inject(request, span);
+        }
         let mut response = self.send(&self.inner.http, request, attempt).await?;
         let status = response.status().as_u16();
         span.record("status", status);
+        span.record("http.response.status_code", status);
         let request_id = request_id_of(response.headers());
         if let Some(id) = &request_id {
             span.record("request_id", id.as_str());
@@ -664,6 +685,44 @@ fn connection_lost(e: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
     })
+}
+
+/// W3C Trace Context out (feature `opentelemetry`).
+#[cfg(feature = "opentelemetry")]
+mod trace_context {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+    /// `request` with `traceparent` (and `tracestate`, when not empty)
+    /// naming `span`, the SDK's span of the call, when it is an
+    /// OpenTelemetry span (the subscriber has tracing-opentelemetry's
+    /// layer); unchanged otherwise. Written by hand rather than through a
+    /// propagator: the W3C format is the contract with the server,
+    /// whatever global propagator the application set.
+    pub(super) fn inject(
+        request: reqwest::RequestBuilder,
+        span: &tracing::Span,
+    ) -> reqwest::RequestBuilder {
+        let cx = span.context();
+        let otel = cx.span();
+        let sc = otel.span_context();
+        if !sc.is_valid() {
+            return request;
+        }
+        let parent = format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        );
+        let request = request.header("traceparent", parent);
+        let state = sc.trace_state().header();
+        if state.is_empty() {
+            request
+        } else {
+            request.header("tracestate", state)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -232,6 +232,26 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     options.open(path)?.write_all(text.as_bytes())
 }
 
+/// OTLP export of the server's spans (issue 31). Off unless an endpoint is
+/// set: then no exporter is built, and no trace context is read or kept.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OtlpArgs {
+    /// Export the server's spans with OTLP over HTTP to this collector
+    /// (a base URL such as `http://localhost:4318`; `/v1/traces` is
+    /// appended), and continue the caller's W3C trace in webhook
+    /// deliveries.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// The OTLP encoding: `http/protobuf` or `http/json`.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_PROTOCOL",
+        value_enum,
+        default_value = "http/protobuf"
+    )]
+    pub otlp_protocol: crate::telemetry::OtlpProtocol,
+}
+
 /// Settings of `serve`.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -281,6 +301,9 @@ pub struct Config {
     /// line.
     #[arg(long, env = "SHIPMENT_FIXTURES", value_name = "FILE")]
     pub fixtures: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub otlp: OtlpArgs,
 }
 
 impl Config {
@@ -312,6 +335,7 @@ impl Config {
             dashboard_secure_cookies: false,
             test_controls: false,
             fixtures: None,
+            otlp: OtlpArgs::default(),
         }
     }
 

@@ -27,6 +27,7 @@ mod serve;
 pub mod simulate;
 mod start_error;
 mod store;
+pub mod telemetry;
 mod webhooks;
 
 pub use app::caches::PRICING_MEMORY_TTL;

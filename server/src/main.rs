@@ -8,7 +8,10 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use shipment_server::admin::{self, AdminCommand, Output};
 use shipment_server::config::{DatabaseArgs, EnvironmentArgs};
+use shipment_server::telemetry;
 use shipment_server::{Application, Config, Store, shutdown_signal};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// mimalloc instead of the system allocator: a request allocates and frees
 /// many small blocks (extractors, rows, JSON), often on different threads
@@ -48,7 +51,7 @@ enum LogFormat {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API.
-    Serve(Config),
+    Serve(Box<Config>),
     /// Create or upgrade the database schema, then exit.
     Migrate(DatabaseArgs),
     /// Ask `/readyz` of the server that `serve` with the same flags and
@@ -56,7 +59,7 @@ enum Command {
     /// interface); exit 0 when it answers 2xx within 3 s, 1 otherwise. The
     /// container image's HEALTHCHECK: without flags, and with a `serve` as
     /// process 1, that server's own command line decides.
-    Healthcheck(Config),
+    Healthcheck(Box<Config>),
     /// Nothing to set up: seed a demo merchant, print how to use it, serve.
     Demo {
         /// Address to listen on.
@@ -110,22 +113,56 @@ fn main() -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
+    // Built here, before the runtime: the exporter's blocking client runs
+    // one of its own. Nothing is built without an endpoint.
+    let otlp = match &cli.command {
+        Command::Serve(config) => match &config.otlp.otlp_endpoint {
+            Some(endpoint) => {
+                shipment_server::harness::install_tls_provider();
+                match telemetry::otlp_layer(endpoint, config.otlp.otlp_protocol) {
+                    Ok(otlp) => Some(otlp),
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            None => None,
+        },
+        _ => None,
+    };
     match cli.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .init(),
+        LogFormat::Text => {
+            let layer = otlp.as_ref().map(telemetry::Otlp::layer);
+            logs.finish().with(layer).init();
+        }
+        LogFormat::Json => {
+            let layer = otlp.as_ref().map(telemetry::Otlp::layer);
+            logs.json()
+                .with_current_span(true)
+                .with_span_list(false)
+                .finish()
+                .with(layer)
+                .init();
+        }
     }
+    let provider = otlp.map(|o| o.provider);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime starts");
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    };
+    drop(runtime);
+    // Sends the spans still in the batch.
+    if let Some(provider) = provider
+        && let Err(e) = provider.shutdown()
+    {
+        eprintln!("warning: the OTLP exporter did not flush: {e}");
     }
+    code
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

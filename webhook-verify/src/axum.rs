@@ -1,7 +1,8 @@
 //! Extractors that verify a delivery before an axum handler runs (feature
 //! `axum`).
 //!
-//! [`VerifiedBody`] and [`VerifiedJson`] take the [`Verifier`] from the
+//! [`VerifiedBody`], [`VerifiedJson`] and [`VerifiedDelivery`] (the JSON
+//! with the delivery's W3C `traceparent`) take the [`Verifier`] from the
 //! router's state through [`FromRef`], so the state is either a `Verifier`
 //! itself or a struct with one inside. They check the header first (a missing
 //! or malformed one is refused before the body is read), then read the whole
@@ -60,6 +61,81 @@ pub struct VerifiedBody(pub Bytes);
 #[derive(Debug, Clone)]
 pub struct VerifiedJson<T>(pub T);
 
+/// The W3C Trace Context header of a delivery: the shipment service's span
+/// of the delivery, in the trace of the request that made the change.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// A delivery whose signature checked out, parsed as JSON into `T` as
+/// [`VerifiedJson`] does, with what its headers say beside the body: its
+/// W3C [`traceparent`](Self::traceparent), to continue the trace of the
+/// order that made the change.
+///
+/// ```
+/// use webhook_verify::axum::VerifiedDelivery;
+///
+/// async fn shipment_changed(delivery: VerifiedDelivery<serde_json::Value>) {
+///     if let Some(parent) = delivery.traceparent() {
+///         // e.g. with tracing-opentelemetry: extract it with the W3C
+///         // propagator and `span.set_parent(cx)`.
+///         println!("continues trace {parent}");
+///     }
+///     println!("{} is now {}", delivery.body["code"], delivery.body["status"]);
+/// }
+/// ```
+///
+/// The signature covers the body, not the headers: the `traceparent` says
+/// which trace to join, nothing to trust.
+#[derive(Debug, Clone)]
+pub struct VerifiedDelivery<T> {
+    /// The verified body, parsed.
+    pub body: T,
+    traceparent: Option<String>,
+}
+
+impl<T> VerifiedDelivery<T> {
+    /// The delivery's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`,
+    /// lower-case hex), when it came with a well-formed one: the shipment
+    /// service sends it when it exports its spans (`--otlp-endpoint`) and
+    /// the request that made the change carried one. Anything else (absent,
+    /// sent twice, malformed) is `None`.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
+    }
+
+    /// The body, dropping the headers.
+    pub fn into_body(self) -> T {
+        self.body
+    }
+}
+
+/// `value` if it is one well-formed `traceparent` of version `00`: four
+/// dash-separated lower-case hex fields of 2, 32, 16 and 2 digits, with
+/// neither id all zeros (the W3C Trace Context rules).
+fn well_formed_traceparent(headers: &HeaderMap) -> Option<String> {
+    let mut values = headers.get_all(TRACEPARENT_HEADER).iter();
+    let value = values.next()?.to_str().ok()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let parts: Vec<&str> = value.split('-').collect();
+    let [version, trace, span, flags] = parts.as_slice() else {
+        return None;
+    };
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |s: &str| s.bytes().any(|b| b != b'0');
+    (*version == "00"
+        && hex(trace, 32)
+        && hex(span, 16)
+        && hex(flags, 2)
+        && nonzero(trace)
+        && nonzero(span))
+    .then(|| value.to_owned())
+}
+
 /// Why an extractor refused a delivery; its response is what the sender
 /// sees.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +186,21 @@ where
         let body = Bytes::from_request(req, state).await?;
         Verifier::from_ref(state).verify_tag(&body, &expected)?;
         Ok(Self(body))
+    }
+}
+
+impl<S, T> FromRequest<S> for VerifiedDelivery<T>
+where
+    T: DeserializeOwned,
+    Verifier: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = WebhookRejection;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let traceparent = well_formed_traceparent(req.headers());
+        let VerifiedJson(body) = VerifiedJson::from_request(req, state).await?;
+        Ok(Self { body, traceparent })
     }
 }
 

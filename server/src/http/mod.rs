@@ -76,7 +76,11 @@ pub(crate) fn with_common_layers(app: Router<AppState>, state: AppState) -> Rout
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {
                     let id = req.headers().get(&REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-                    tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
+                    let span = tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id, otel.kind = "server");
+                    // The caller's span (W3C `traceparent`) as its parent,
+                    // when spans are exported (`--otlp-endpoint`).
+                    crate::telemetry::adopt_caller(&span, req.headers());
+                    span
                 })
                 // One line per request, in its span, so it carries the request id.
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),

@@ -40,6 +40,7 @@ pub(crate) fn enqueue(tx: &mut Tx, shipment_id: i64, merchant_id: i64, shipment:
         version: shipment.version,
         payload: serde_json::to_string(shipment).expect("shipments serialize"),
         webhook_url: shipment.webhook_url.clone(),
+        trace_parent: crate::telemetry::current_traceparent(),
     });
 }
 
@@ -52,14 +53,17 @@ pub(crate) struct Enqueued {
     version: i64,
     payload: String,
     webhook_url: Option<String>,
+    /// The W3C `traceparent` of the request's span, when spans are
+    /// exported: the delivery's span continues that trace.
+    trace_parent: Option<String>,
 }
 
 /// The `INSERT` of `n` outbox rows, for each `n` up to a group commit's
 /// writes.
 static INSERT_ENQUEUED: LazyLock<Vec<Sql>> = LazyLock::new(|| {
     let head = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, \
-                webhook_url, signing_key_merchant_id, created_at)";
-    multi_row(head, MAX_GROUP, "(?, ?, ?, ?, ?, ?, ?, ?)", "")
+                webhook_url, signing_key_merchant_id, created_at, trace_parent)";
+    multi_row(head, MAX_GROUP, "(?, ?, ?, ?, ?, ?, ?, ?, ?)", "")
 });
 
 /// A transaction's outbox rows are written at its commit, in the order
@@ -85,7 +89,8 @@ impl AtCommit for Enqueued {
                     .bind(r.payload.as_str())
                     .bind(r.webhook_url.as_deref())
                     .bind(r.merchant_id)
-                    .bind(at);
+                    .bind(at)
+                    .bind(r.trace_parent.as_deref());
             }
             q.execute().await?;
         }
@@ -119,6 +124,10 @@ pub struct OutboxRow {
     /// The delivery (log id) a redelivery sends again, logged with each
     /// attempt; `None` for a change's own row.
     pub redelivery_of: Option<i64>,
+    /// The W3C `traceparent` of the request that made the change, when the
+    /// server exported its spans then; `None` for a redelivery.
+    #[sqlx(default)]
+    pub trace_parent: Option<String>,
 }
 
 impl OutboxRow {
@@ -236,7 +245,7 @@ macro_rules! claim_sql {
             "ORDER BY o.id LIMIT $4",
             $lock,
             ") RETURNING id, shipment_id, merchant_id, shipment_code, version, payload, ",
-            "only_webhook_id, redelivery_of, ",
+            "only_webhook_id, redelivery_of, trace_parent, ",
             "CASE WHEN outbox.signing_key_merchant_id IS NULL ",
             "THEN (SELECT s.webhook_url FROM shipments s WHERE s.id = outbox.shipment_id) ",
             "ELSE outbox.webhook_url END AS webhook_url, ",

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use shipment_sdk::model::MerchantId;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
+use tracing::Instrument as _;
 
 use crate::domain::ids::EventId;
 use crate::domain::sealed::DataKey;
@@ -468,13 +469,33 @@ impl Dispatcher {
             .test_controls
             .as_ref()
             .is_some_and(|c| c.take_duplicate(MerchantId::new(row.merchant_id)));
+        // The delivery's span, a child of the span of the request that
+        // made the change (its stored `traceparent`), which the receiver
+        // gets as the parent of its own work. Only with exported spans.
+        let span = tracing::info_span!(
+            "webhook.delivery",
+            otel.kind = "client",
+            outbox_id = row.id,
+            url.full = %target.url,
+            http.request.method = "POST",
+            http.response.status_code = tracing::field::Empty,
+        );
+        let traceparent = crate::telemetry::continue_trace(&span, row.trace_parent.as_deref());
+        let traceparent = traceparent.as_deref();
         let started = Instant::now();
-        let outcome = self.try_send(row, target).await;
+        let outcome = self
+            .try_send(row, target, traceparent)
+            .instrument(span.clone())
+            .await;
+        if let Ok(status) = &outcome {
+            span.record("http.response.status_code", status);
+        }
+        drop(span);
         let elapsed = started.elapsed();
         if twice {
             // The same request again (same body, signature and delivery
             // id); the log keeps the first attempt.
-            let again = self.try_send(row, target).await;
+            let again = self.try_send(row, target, traceparent).await;
             tracing::info!(outbox_id = row.id, url = %target.url, outcome = ?again, "webhook delivery sent again (test controls)");
         }
         let duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
@@ -509,7 +530,12 @@ impl Dispatcher {
         attempt
     }
 
-    async fn try_send(&self, row: &OutboxRow, target: &Target) -> Result<u16, String> {
+    async fn try_send(
+        &self,
+        row: &OutboxRow,
+        target: &Target,
+        traceparent: Option<&str>,
+    ) -> Result<u16, String> {
         let url = url::Url::parse(&target.url).map_err(|e| format!("invalid URL: {e}"))?;
         guard::check_literal(&url, self.inner.settings.allow_private_targets)
             .map_err(|e| e.to_string())?;
@@ -527,13 +553,17 @@ impl Dispatcher {
             Some(id) => format!("dlv_{}_w{id}", row.id),
             None => format!("dlv_{}_s", row.id),
         };
-        let response = self
+        let mut request = self
             .inner
             .client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(webhook_verify::SIGNATURE_HEADER, signature)
-            .header(DELIVERY_ID_HEADER, delivery_id)
+            .header(DELIVERY_ID_HEADER, delivery_id);
+        if let Some(traceparent) = traceparent {
+            request = request.header(crate::telemetry::TRACEPARENT, traceparent);
+        }
+        let response = request
             .body(row.payload.clone())
             .send()
             .await

@@ -19,6 +19,7 @@ mod lifecycle;
 mod listen;
 mod openapi;
 mod operations;
+mod otlp;
 mod outage;
 mod processes;
 mod redelivery;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::store::{Pool, Store};
+use shipment_server::harness::{Pool, Store};
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
 use crate::receiver::Receiver;

@@ -8,7 +8,7 @@ use axum::routing::post;
 use http_body_util::BodyExt as _;
 use serde::Deserialize;
 use tower::ServiceExt as _;
-use webhook_verify::axum::{VerifiedBody, VerifiedJson};
+use webhook_verify::axum::{VerifiedBody, VerifiedDelivery, VerifiedJson};
 use webhook_verify::{SIGNATURE_HEADER, Verifier, sign};
 
 use crate::helpers::{BODY, KEY};
@@ -39,9 +39,16 @@ async fn summary(VerifiedJson(delivery): VerifiedJson<Delivery>) -> String {
     format!("{} v{}", delivery.code, delivery.version)
 }
 
+async fn traced(delivery: VerifiedDelivery<Delivery>) -> String {
+    let parent = delivery.traceparent().unwrap_or("none").to_owned();
+    let body = delivery.into_body();
+    format!("{} v{} {parent}", body.code, body.version)
+}
+
 fn app() -> Router {
     Router::new()
         .route("/raw", post(echo))
+        .route("/traced", post(traced))
         .route("/json", post(summary))
         .with_state(AppState {
             verifier: Verifier::new(KEY),
@@ -132,4 +139,55 @@ async fn a_verifier_can_be_the_whole_state() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
+}
+
+const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn traced_delivery(traceparents: &[&str]) -> Request<Body> {
+    let mut request = delivery("/traced", BODY, &[&sign(KEY, BODY)]);
+    for value in traceparents {
+        request
+            .headers_mut()
+            .append("traceparent", value.parse().unwrap());
+    }
+    request
+}
+
+#[tokio::test]
+async fn a_verified_delivery_hands_over_its_traceparent() {
+    let (status, body) = send(traced_delivery(&[PARENT])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, format!("SHP-7K3M-Q9ZX v3 {PARENT}"));
+}
+
+#[tokio::test]
+async fn a_missing_or_malformed_traceparent_is_none_and_the_delivery_still_verified() {
+    let malformed = [
+        "",
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+    ];
+    for value in malformed {
+        let (status, body) = send(traced_delivery(&[value])).await;
+        assert_eq!(status, StatusCode::OK, "{value:?}");
+        assert_eq!(body, "SHP-7K3M-Q9ZX v3 none", "{value:?}");
+    }
+    let (_, body) = send(traced_delivery(&[])).await;
+    assert_eq!(body, "SHP-7K3M-Q9ZX v3 none");
+    let (_, body) = send(traced_delivery(&[PARENT, PARENT])).await;
+    assert_eq!(body, "SHP-7K3M-Q9ZX v3 none", "sent twice");
+}
+
+#[tokio::test]
+async fn a_traced_delivery_with_a_bad_signature_is_unauthorized() {
+    let mut request = delivery("/traced", BODY, &[&sign(KEY, b"other")]);
+    request
+        .headers_mut()
+        .insert("traceparent", PARENT.parse().unwrap());
+    let (status, _) = send(request).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

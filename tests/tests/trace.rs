@@ -1,0 +1,278 @@
+//! One trace from the merchant's service to the webhook that comes back
+//! (issue 31): a create made through the SDK inside the merchant's span,
+//! the server's request span, and the webhook delivery's span share one
+//! trace id with the expected parents, and the delivery carries a
+//! `traceparent` naming its span.
+//!
+//! Every span goes through the server's own OTLP exporter
+//! (`shipment_server::telemetry::otlp_layer`, what `--otlp-endpoint`
+//! builds), encoded as JSON, to a real OTLP/HTTP receiver made in this
+//! test, which decodes what arrives; the test reads the spans back from
+//! there. The SDK and the server run in this process, under one global
+//! subscriber.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use serde_json::Value;
+use shipment_sdk::model::CreateShipment;
+use shipment_server::telemetry::{Otlp, OtlpProtocol, otlp_layer};
+use shipment_testkit::{Db, TestServer, db_tests};
+use tracing::Instrument as _;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+/// One span as the receiver decoded it.
+#[derive(Debug, Clone)]
+struct Exported {
+    trace_id: String,
+    span_id: String,
+    parent_span_id: String,
+    name: String,
+    attributes: HashMap<String, Value>,
+}
+
+/// The spans received so far, from every request the exporter made.
+type Spans = Arc<Mutex<Vec<Exported>>>;
+
+struct Collector {
+    spans: Spans,
+    otlp: Otlp,
+}
+
+/// The OTLP receiver and the global subscriber, made once for the binary:
+/// the receiver on a runtime of its own (each test has its own runtime,
+/// the exporter outlives them), the exporter outside any runtime (its
+/// blocking client runs one of its own).
+fn collector() -> &'static Collector {
+    static COLLECTOR: OnceLock<Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(|| {
+        std::thread::spawn(|| {
+            let spans = Spans::default();
+            let endpoint = start_receiver(spans.clone());
+            let otlp = otlp_layer(&endpoint, OtlpProtocol::HttpJson).expect("the exporter");
+            tracing_subscriber::registry()
+                .with(
+                    otlp.layer()
+                        .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+                )
+                .init();
+            Collector { spans, otlp }
+        })
+        .join()
+        .expect("the collector starts")
+    })
+}
+
+/// An OTLP/HTTP receiver at `http://127.0.0.1:PORT` (the exporter posts
+/// to `/v1/traces`), decoding each request's JSON body into `spans`, and
+/// refusing anything it cannot read (so a wrong encoding fails the test
+/// rather than going unnoticed).
+fn start_receiver(spans: Spans) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let addr = listener.local_addr().expect("an address");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let app = Router::new()
+                .route("/v1/traces", post(receive))
+                .with_state(spans);
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
+            axum::serve(listener, app).await.expect("the receiver runs");
+        });
+    });
+    format!("http://{addr}")
+}
+
+async fn receive(State(spans): State<Spans>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let json = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !json {
+        return StatusCode::UNSUPPORTED_MEDIA_TYPE;
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let Some(decoded) = decode(&request) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    spans
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(decoded);
+    StatusCode::OK
+}
+
+/// The spans of an `ExportTraceServiceRequest` in OTLP's JSON mapping:
+/// `resourceSpans[].scopeSpans[].spans[]`, ids in hex.
+fn decode(request: &Value) -> Option<Vec<Exported>> {
+    let mut out = Vec::new();
+    for resource in request.get("resourceSpans")?.as_array()? {
+        for scope in resource.get("scopeSpans")?.as_array()? {
+            for span in scope.get("spans")?.as_array()? {
+                let text = |key: &str| {
+                    span.get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let attributes = span
+                    .get("attributes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| {
+                        let key = a.get("key")?.as_str()?.to_owned();
+                        let value = a.get("value")?.as_object()?.values().next()?.clone();
+                        Some((key, value))
+                    })
+                    .collect();
+                out.push(Exported {
+                    trace_id: text("traceId"),
+                    span_id: text("spanId"),
+                    parent_span_id: text("parentSpanId"),
+                    name: text("name"),
+                    attributes,
+                });
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Flushes the exporter and returns the spans of `trace_id` received,
+/// waiting (up to 20 s) until `expected` of them are in.
+async fn spans_of(trace_id: &str, expected: usize) -> Vec<Exported> {
+    let collector = collector();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let provider = collector.otlp.provider.clone();
+        tokio::task::spawn_blocking(move || provider.force_flush())
+            .await
+            .expect("the flush ran")
+            .expect("the exporter flushes");
+        let got: Vec<Exported> = collector
+            .spans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|s| s.trace_id == trace_id)
+            .cloned()
+            .collect();
+        if got.len() >= expected || tokio::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `00-{trace}-{span}-{flags}` split.
+fn parse_traceparent(value: &str) -> (String, String, String) {
+    let parts: Vec<&str> = value.split('-').collect();
+    assert_eq!(parts.len(), 4, "traceparent {value}");
+    assert_eq!(parts[0], "00", "traceparent {value}");
+    (parts[1].into(), parts[2].into(), parts[3].into())
+}
+
+fn one<'a>(spans: &'a [Exported], what: &str, pick: impl Fn(&Exported) -> bool) -> &'a Exported {
+    let found: Vec<&Exported> = spans.iter().filter(|s| pick(s)).collect();
+    assert_eq!(found.len(), 1, "one {what} span expected in {spans:#?}");
+    found[0]
+}
+
+async fn a_create_and_its_delivery_share_one_trace(db: Db) {
+    collector();
+    let server = TestServer::builder().database(db).start().await;
+    let mut inbox = server.webhook_inbox().await;
+    let sdk = server.sdk();
+    let courier = sdk.couriers().list().await.expect("couriers")[0].id;
+    // The merchant's own span, as its checkout would have.
+    let checkout = tracing::info_span!("checkout");
+    let created = sdk
+        .shipments()
+        .create(&CreateShipment::new(courier).description("traced"))
+        .send()
+        .instrument(checkout.clone())
+        .await
+        .expect("a shipment")
+        .into_inner();
+    drop(checkout);
+    let delivery = inbox.next().await;
+    assert_eq!(delivery.shipment.code, created.code);
+    let header = delivery
+        .received
+        .headers
+        .get("traceparent")
+        .expect("the delivery carries a traceparent")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let (trace_id, delivery_span_id, flags) = parse_traceparent(&header);
+    assert_eq!(flags, "01", "sampled");
+
+    // checkout, the SDK's request, the server's request, and the delivery
+    // at least (the server's request has spans of its own in between).
+    let spans = spans_of(&trace_id, 4).await;
+    let checkout = one(&spans, "checkout", |s| s.name == "checkout");
+    assert_eq!(
+        checkout.parent_span_id, "",
+        "the merchant's span is the root"
+    );
+    let sdk_span = one(&spans, "SDK request", |s| {
+        s.attributes.get("http.route") == Some(&Value::from("/shipments"))
+    });
+    assert_eq!(sdk_span.parent_span_id, checkout.span_id);
+    assert_eq!(sdk_span.name, "POST /shipments");
+    assert_eq!(sdk_span.attributes["http.request.method"], "POST");
+    assert_eq!(
+        sdk_span.attributes["http.response.status_code"]
+            .to_string()
+            .trim_matches('"'),
+        "201"
+    );
+    assert_eq!(sdk_span.attributes["server.address"], "127.0.0.1");
+    let url = sdk_span.attributes["url.full"].as_str().unwrap();
+    assert!(
+        url.starts_with(server.base_url()) && url.ends_with("/shipments"),
+        "{url}"
+    );
+
+    let request = one(&spans, "server request", |s| s.name == "request");
+    assert_eq!(
+        request.parent_span_id, sdk_span.span_id,
+        "the server's request span continues the SDK's"
+    );
+    let delivery_span = one(&spans, "delivery", |s| s.name == "webhook.delivery");
+    assert_eq!(
+        delivery_span.span_id, delivery_span_id,
+        "the delivery's traceparent names the delivery's span"
+    );
+    // The delivery's parent is the span current where the change was
+    // written: the server's request span, or one inside it.
+    let by_id: HashMap<&str, &Exported> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+    let mut parent = delivery_span.parent_span_id.as_str();
+    let mut chain = Vec::new();
+    while parent != request.span_id {
+        let span = by_id.get(parent).unwrap_or_else(|| {
+            panic!("parent {parent} of the delivery's chain {chain:?} not exported")
+        });
+        chain.push(span.name.clone());
+        parent = span.parent_span_id.as_str();
+    }
+    server.stop().await;
+}
+
+db_tests!(db; a_create_and_its_delivery_share_one_trace);
