@@ -3,7 +3,7 @@
 //!
 //! Export is off unless `--otlp-endpoint` (or `OTEL_EXPORTER_OTLP_ENDPOINT`)
 //! is set: then [`otlp_layer`] builds the exporter and a
-//! `tracing-opentelemetry` layer, and flips [`enabled`]. Only then does the
+//! `tracing-opentelemetry` layer, and flips `enabled`. Only then does the
 //! request path look at an incoming `traceparent`, and the outbox keep one
 //! per change: without an exporter no OpenTelemetry span exists, and the
 //! request path stays what it was (no extra allocation, no extra work).
