@@ -11,7 +11,7 @@ use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, Status};
 
 use crate::{WebhookInbox, WebhookReceiver};
 
-/// A merchant made for one test by [`TestServer::new_merchant`]
+/// A merchant made for one test by [`TestServer::new_merchant`](crate::TestServer::new_merchant)
 /// (crate::TestServer::new_merchant): its own API key, sign-in, courier
 /// company links, a courier key and a driver, and a webhook inbox of its
 /// own. Its shipments, deliveries, faults and listener events are invisible
