@@ -69,6 +69,13 @@ impl PricingMemo {
         }
         Ok(found)
     }
+
+    /// Forgets every price remembered for `merchant_id`: its links are
+    /// gone (the test controls' merchant deletion), and on SQLite a new
+    /// merchant may take its id.
+    pub fn forget_merchant(&self, merchant_id: MerchantId) {
+        self.0.forget_where(|| {}, |(m, _), _| *m == merchant_id);
+    }
 }
 
 /// How long a listed shipment is remembered after it was read.
@@ -79,6 +86,13 @@ const LISTED_MEMORY_ENTRIES: usize = 10_000;
 
 /// Listed shipments by id and version.
 pub type ListedMemo = Memo<RowVersion, ListedShipment>;
+
+/// Forgets every listed shipment of `merchant_id` in `memo`: its rows are
+/// deleted (the test controls' merchant deletion), and on SQLite a new
+/// shipment may take a deleted one's id at the same first version.
+pub fn forget_listed_of(memo: &ListedMemo, merchant_id: MerchantId) {
+    memo.forget_where(|| {}, |_, listed| listed.merchant_id == merchant_id);
+}
 
 /// An empty [`ListedMemo`].
 pub fn listed_memo() -> ListedMemo {

@@ -79,6 +79,15 @@ mod tests {
         let mut inserts = 0;
         for table in ["courier_companies", "merchant_couriers", "merchants"] {
             for write in writing(table) {
+                // The test controls' merchant deletion, whose use-case
+                // forgets the merchant's prices (`PricingMemo::forget_merchant`).
+                if write.file == "store/merchants.rs"
+                    && write.verb == Verb::Delete
+                    && write.sql.ends_with("WHERE merchant_id = $1")
+                    || write.sql == "DELETE FROM merchants WHERE id = $1"
+                {
+                    continue;
+                }
                 assert_eq!(
                     write.verb,
                     Verb::Insert,

@@ -164,17 +164,24 @@ mod tests {
                     }
                     // `Store::delete_api_key` and `Store::delete_session`,
                     // which answer `Revoked`, on either engine.
+                    // (and the test controls' `Store::delete_merchant`,
+                    // which answers one `Revoked` per key and session).
                     ("api_keys", Verb::Delete) => {
                         sql == "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2 RETURNING id"
+                            || sql == "DELETE FROM api_keys WHERE merchant_id = $1 RETURNING id"
                             || sql.contains(&announced("api_key"))
                     }
                     ("sessions", Verb::Delete) => {
                         sql == "DELETE FROM sessions WHERE id = $1 RETURNING id"
+                            || sql == "DELETE FROM sessions WHERE merchant_id = $1 RETURNING id"
                             || sql.contains(&announced("session"))
                             // Expired sessions, which end their streams by
                             // themselves (`app::listen::RECHECK`).
                             || sql == "DELETE FROM sessions WHERE expires_at <= $1"
                     }
+                    // The merchant of the test controls' deletion, whose
+                    // keys and sessions went first in the same transaction.
+                    ("merchants", Verb::Delete) => sql == "DELETE FROM merchants WHERE id = $1",
                     _ => false,
                 };
                 assert!(
@@ -188,8 +195,9 @@ mod tests {
             }
         }
         assert_eq!(
-            deletions, 5,
-            "both engines' deletions of keys and sessions, and the pruning"
+            deletions, 10,
+            "both engines' deletions of a key and of a session, the pruning, and the \
+             merchant deletion's (keys and sessions on both engines, the merchant)"
         );
     }
 

@@ -85,7 +85,13 @@ mod tests {
                         .unwrap_or("");
                     set.split(',').any(|a| a.trim().starts_with("version ="))
                 }
-                Verb::Upsert | Verb::Delete => false,
+                // The test controls' merchant deletion, whose use-case
+                // forgets the merchant's listed rows (`forget_listed_of`).
+                Verb::Delete => {
+                    write.file == "store/merchants.rs"
+                        && write.sql == "DELETE FROM shipments WHERE merchant_id = $1"
+                }
+                Verb::Upsert => false,
             };
             assert!(
                 ok,

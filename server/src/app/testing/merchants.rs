@@ -326,6 +326,11 @@ pub async fn delete_test_merchant(
     for r in revoked {
         api_keys::forget_revoked(state, r);
     }
+    // The caches' own rules (`app/caches.rs`) hold while rows are only
+    // added; this deletion removes links and shipments, whose ids SQLite
+    // may give out again, so it makes them forget here, after the commit.
+    state.pricing.forget_merchant(id);
+    crate::app::caches::forget_listed_of(&state.listed, id);
     let (faults, duplicate_deliveries) = controls.forget_merchant(id);
     Ok(DeletedMerchant {
         merchant_id: id,
