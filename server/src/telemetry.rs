@@ -3,10 +3,18 @@
 //!
 //! Export is off unless `--otlp-endpoint` (or `OTEL_EXPORTER_OTLP_ENDPOINT`)
 //! is set: then [`otlp_layer`] builds the exporter and a
-//! `tracing-opentelemetry` layer, and flips `enabled`. Only then does the
-//! request path look at an incoming `traceparent`, and the outbox keep one
-//! per change: without an exporter no OpenTelemetry span exists, and the
-//! request path stays what it was (no extra allocation, no extra work).
+//! `tracing-opentelemetry` layer, and flips `enabled`. The server's request
+//! span then continues an incoming `traceparent`, and each change's outbox
+//! row keeps the `traceparent` of the span that wrote it, which its webhook
+//! deliveries (each a span of its own) and its listener events continue.
+//!
+//! Without an exporter the server has no OpenTelemetry spans of its own,
+//! but it still passes the caller's trace on, as the W3C recommendation
+//! asks of a hop that does not trace: a valid incoming `traceparent` is
+//! kept for the request ([`with_caller`]), stored with the outbox rows the
+//! request writes, and sent unchanged with their deliveries and listener
+//! events, so the merchant's own trace still reaches its webhook receiver.
+//! A request without the header costs one header lookup.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,6 +32,13 @@ pub const TRACESTATE: &str = "tracestate";
 
 /// Set once an OTLP layer is built; read on every request.
 static ENABLED: AtomicBool = AtomicBool::new(false);
+
+tokio::task_local! {
+    /// The caller's valid `traceparent`, normalised, for the request being
+    /// served ([`with_caller`]); what [`current_traceparent`] gives when no
+    /// span of the server's own is exported.
+    static CALLER: Option<String>;
+}
 
 /// Whether spans are OpenTelemetry spans in this process (an OTLP layer
 /// was built), so trace context is worth reading and keeping.
@@ -119,6 +134,46 @@ impl Extractor for Headers<'_> {
     }
 }
 
+/// The span context a `traceparent` value names, if it is valid (fields
+/// at full width in lower-case hex, version `00` or a later one read as
+/// `00`, non-zero ids); `tracestate` is not read.
+fn parse(value: &str) -> Option<SpanContext> {
+    // The propagator takes ids shorter than the format's: the W3C format
+    // wants each field at its full width, in lower-case hex.
+    let mut fields = value.split('-');
+    let widths_right = [2, 32, 16, 2].iter().all(|&width| {
+        fields.next().is_some_and(|f| {
+            f.len() == width && f.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
+    });
+    if !widths_right {
+        return None;
+    }
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert(TRACEPARENT, value.parse().ok()?);
+    let cx = TraceContextPropagator::new().extract(&Headers(&headers));
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then_some(sc)
+}
+
+/// The caller's `traceparent`, normalised, to pass on ([`with_caller`]):
+/// when the header is there and valid, and the server exports no spans of
+/// its own (with an exporter, the request span continues the caller's
+/// trace instead: [`adopt_caller`]).
+pub(crate) fn caller(headers: &axum::http::HeaderMap) -> Option<String> {
+    if enabled() {
+        return None;
+    }
+    let value = headers.get(TRACEPARENT)?.to_str().ok()?;
+    parse(value).map(|sc| traceparent(&sc))
+}
+
+/// Runs `request` (a request's handling) with the [`caller`]'s
+/// `traceparent` at hand for [`current_traceparent`].
+pub(crate) async fn with_caller<F: Future>(caller: Option<String>, request: F) -> F::Output {
+    CALLER.scope(caller, request).await
+}
+
 /// Makes the caller's span (its `traceparent`, if valid) the parent of
 /// `span`. Does nothing unless spans are exported, or without the header.
 pub(crate) fn adopt_caller(span: &tracing::Span, headers: &axum::http::HeaderMap) {
@@ -132,12 +187,14 @@ pub(crate) fn adopt_caller(span: &tracing::Span, headers: &axum::http::HeaderMap
     }
 }
 
-/// The `traceparent` naming the current span, when spans are exported and
-/// the current one is an OpenTelemetry span; kept with an outbox row so the
-/// delivery continues the trace of the request that made the change.
+/// The trace a change written now belongs to, as a `traceparent` to keep
+/// with its outbox row: when spans are exported, the current span's (the
+/// request's, or one inside it); otherwise the caller's, passed on
+/// unchanged ([`with_caller`]). Call it in the request's task, not on the
+/// group commit's: a group's rows come from several requests.
 pub(crate) fn current_traceparent() -> Option<String> {
     if !enabled() {
-        return None;
+        return CALLER.try_with(Clone::clone).ok().flatten();
     }
     let cx = tracing::Span::current().context();
     let span = cx.span();
@@ -155,21 +212,68 @@ pub(crate) fn traceparent(sc: &SpanContext) -> String {
     )
 }
 
-/// Makes the span named by a stored `traceparent` the parent of `span`
-/// (a delivery's), and returns the `traceparent` naming `span` itself, for
-/// the delivery's request; `None` (and `span` left alone) when spans are
-/// not exported or the stored value does not parse.
+/// Continues the trace named by a stored `traceparent` in `span` (a
+/// delivery's) and returns the `traceparent` to send with the delivery:
+/// the one naming `span` when spans are exported (`span` then has the
+/// stored one as its parent); the stored one, unchanged, when they are
+/// not; `None` without a stored value, or when it does not parse.
 pub(crate) fn continue_trace(span: &tracing::Span, stored: Option<&str>) -> Option<String> {
-    let stored = stored.filter(|_| enabled())?;
-    let mut headers = axum::http::HeaderMap::new();
-    headers.insert(TRACEPARENT, stored.parse().ok()?);
-    let cx: Context = TraceContextPropagator::new().extract(&Headers(&headers));
-    if !cx.span().span_context().is_valid() {
-        return None;
+    let parent = parse(stored?)?;
+    if !enabled() {
+        return Some(traceparent(&parent));
     }
-    span.set_parent(cx).ok()?;
+    span.set_parent(Context::new().with_remote_span_context(parent))
+        .ok()?;
     let own = span.context();
     let own = own.span();
     let sc = own.span_context();
     sc.is_valid().then(|| traceparent(sc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_traceparent_is_read_and_written_back_the_same() {
+        let sc = parse(VALID).expect("valid");
+        assert_eq!(traceparent(&sc), VALID);
+    }
+
+    #[test]
+    fn invalid_traceparents_are_refused() {
+        for value in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nx: y",
+        ] {
+            assert!(parse(value).is_none(), "{value:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn without_an_exporter_the_callers_trace_is_passed_on_unchanged() {
+        assert!(!enabled(), "no test of this binary builds an exporter");
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(TRACEPARENT, VALID.parse().unwrap());
+        let kept = with_caller(caller(&headers), async { current_traceparent() }).await;
+        assert_eq!(kept.as_deref(), Some(VALID));
+        let sent = continue_trace(&tracing::Span::none(), kept.as_deref());
+        assert_eq!(sent.as_deref(), Some(VALID));
+
+        headers.insert(TRACEPARENT, "00-bad".parse().unwrap());
+        let kept = with_caller(caller(&headers), async { current_traceparent() }).await;
+        assert_eq!(kept, None, "an invalid header is not kept");
+        assert_eq!(current_traceparent(), None, "outside a request");
+        assert_eq!(continue_trace(&tracing::Span::none(), Some("junk")), None);
+    }
 }

@@ -1,8 +1,9 @@
 //! One trace from the merchant's service to the webhook that comes back
 //! (issue 31): a create made through the SDK inside the merchant's span,
 //! the server's request span, and the webhook delivery's span share one
-//! trace id with the expected parents, and the delivery carries a
-//! `traceparent` naming its span.
+//! trace id with the expected parents, the delivery carries a
+//! `traceparent` naming its span, and the change's listener event names
+//! the span the delivery continues.
 //!
 //! Every span goes through the server's own OTLP exporter
 //! (`shipment_server::telemetry::otlp_layer`, what `--otlp-endpoint`
@@ -199,6 +200,7 @@ async fn a_create_and_its_delivery_share_one_trace(db: Db) {
     let mut inbox = server.webhook_inbox().await;
     let sdk = server.sdk();
     let courier = sdk.couriers().list().await.expect("couriers")[0].id;
+    let mut listener = sdk.listener().connect(None).await.expect("a listener");
     // The merchant's own span, as its checkout would have.
     let checkout = tracing::info_span!("checkout");
     let created = sdk
@@ -272,6 +274,23 @@ async fn a_create_and_its_delivery_share_one_trace(db: Db) {
         chain.push(span.name.clone());
         parent = span.parent_span_id.as_str();
     }
+
+    // The change's listener event (what `shipctl listen` forwards) names
+    // the same span the delivery continues: the one that wrote the change.
+    let event = tokio::time::timeout(Duration::from_secs(10), listener.next())
+        .await
+        .expect("a listener event within 10 s")
+        .expect("the stream stays open")
+        .expect("a well-formed event");
+    assert_eq!(event.delivery.shipment_code, created.code.as_str());
+    let listened = event
+        .delivery
+        .traceparent
+        .as_deref()
+        .expect("the listener event carries a traceparent");
+    let (listened_trace, listened_span, _) = parse_traceparent(listened);
+    assert_eq!(listened_trace, trace_id);
+    assert_eq!(listened_span, delivery_span.parent_span_id);
     server.stop().await;
 }
 

@@ -42,6 +42,9 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 /// The header that names a delivery, as the service's webhook deliveries
 /// carry it.
 pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
+/// The W3C Trace Context header a forwarded delivery carries when its
+/// change was made in a trace, as the service's webhook deliveries do.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
 
 /// The credential the stream is opened with: the API key if the profile
 /// has one, else the dashboard session (both see the same merchant).
@@ -126,6 +129,10 @@ pub struct RecordedHeaders {
     /// `X-Service-Delivery-Id`: what a receiver removes duplicates by.
     #[serde(rename = "X-Service-Delivery-Id")]
     pub delivery_id: String,
+    /// `traceparent`: the W3C trace the change was made in, when it was
+    /// made in one (absent from older recordings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl Recorded {
@@ -138,6 +145,7 @@ impl Recorded {
             headers: RecordedHeaders {
                 signature: delivery.signature.clone(),
                 delivery_id: delivery.delivery_id.clone(),
+                traceparent: delivery.traceparent.clone(),
             },
             body: delivery.body.clone(),
         }
@@ -152,6 +160,7 @@ impl Recorded {
             self.headers.signature.clone(),
             self.body.clone(),
         )
+        .with_traceparent(self.headers.traceparent.clone())
     }
 }
 
@@ -686,7 +695,9 @@ pub fn write_line(
     Ok(())
 }
 
-/// POSTs one delivery to the local app, byte for byte, and says how it went.
+/// POSTs one delivery to the local app, byte for byte, with the headers a
+/// webhook delivery carries (and its `traceparent`, when the change was
+/// made in a trace), and says how it went.
 pub async fn post<'a>(
     http: &reqwest::Client,
     target: &reqwest::Url,
@@ -694,14 +705,21 @@ pub async fn post<'a>(
     status: Option<String>,
 ) -> Forwarded<'a> {
     let started = Instant::now();
-    let sent = http
+    let mut request = http
         .post(target.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(webhook_verify::SIGNATURE_HEADER, &delivery.signature)
-        .header(DELIVERY_ID_HEADER, &delivery.delivery_id)
-        .body(delivery.body.clone())
-        .send()
-        .await;
+        .header(DELIVERY_ID_HEADER, &delivery.delivery_id);
+    // Only a value that is a valid header: a hand-edited recording must
+    // not make the request fail to build.
+    if let Some(traceparent) = delivery
+        .traceparent
+        .as_deref()
+        .and_then(|v| reqwest::header::HeaderValue::from_str(v).ok())
+    {
+        request = request.header(TRACEPARENT_HEADER, traceparent);
+    }
+    let sent = request.body(delivery.body.clone()).send().await;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut location = None;
     let (response_status, error) = match sent {

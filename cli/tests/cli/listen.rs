@@ -213,10 +213,16 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
     });
     let (listening, key) = listening;
 
-    let code = server.create_default(&f).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // Created in the merchant's trace (W3C `traceparent`): the forwarded
+    // delivery of that change carries it on, as a webhook delivery does.
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let created = server
+        .req(reqwest::Method::POST, "/shipments", &f.key)
+        .header("traceparent", trace)
+        .json(&serde_json::json!({"courier_company_id": f.courier_id}));
+    let (status, created) = shipment_testkit::send(created).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let code = created["code"].as_str().unwrap().to_owned();
     server.advance(&f, &code, "delivered").await;
 
     let got: Vec<Got> = tokio::task::block_in_place(|| {
@@ -240,6 +246,11 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
         versions.push(body["version"].as_i64().unwrap());
     }
     assert_eq!(versions, [1, 2, 3, 4]);
+    let traces: Vec<Option<&str>> = got
+        .iter()
+        .map(|d| d.headers.get("traceparent").map(|v| v.to_str().unwrap()))
+        .collect();
+    assert_eq!(traces, [Some(trace), None, None, None]);
     // The last body is the shipment exactly as GET shows it.
     let current = server
         .client

@@ -10,7 +10,11 @@ use serde::{Deserialize, Serialize};
 /// data; POST [`body`](Self::body) with the headers `X-Service-Signature:
 /// <signature>` and `X-Service-Delivery-Id: <delivery_id>` and a receiver
 /// cannot tell it from a webhook delivery signed with the listener signing
-/// key.
+/// key. When the change was made in a traced request (a W3C
+/// `traceparent` came with it, or the service exports its own spans),
+/// [`traceparent`](Self::traceparent) names that trace: send it as the
+/// `traceparent` header, as a webhook delivery does, and the receiver's
+/// span joins the merchant's trace.
 ///
 /// ```
 /// use shipment_sdk::model::ListenerDelivery;
@@ -39,6 +43,14 @@ pub struct ListenerDelivery {
     /// The request body, byte for byte: the shipment as
     /// `GET /shipments/{code}` showed it at that change.
     pub body: String,
+    /// The W3C `traceparent` of the trace the change was made in, if any
+    /// (absent from the event otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    )]
+    pub traceparent: Option<String>,
 }
 
 impl ListenerDelivery {
@@ -56,6 +68,15 @@ impl ListenerDelivery {
             version,
             signature: signature.into(),
             body: body.into(),
+            traceparent: None,
         }
+    }
+
+    /// The same delivery in the trace `traceparent` names (see
+    /// [`traceparent`](Self::traceparent)).
+    #[must_use]
+    pub fn with_traceparent(mut self, traceparent: Option<String>) -> ListenerDelivery {
+        self.traceparent = traceparent;
+        self
     }
 }

@@ -198,7 +198,8 @@ impl Feed {
                 row.version,
                 signature,
                 row.payload.clone(),
-            ),
+            )
+            .with_traceparent(row.trace_parent.clone()),
         }
     }
 }

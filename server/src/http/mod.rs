@@ -89,7 +89,9 @@ pub(crate) fn with_common_layers(app: Router<AppState>, state: AppState) -> Rout
 }
 
 /// Gives every request an id (the caller's, if sane), makes it available to
-/// error bodies, bounds the request's time, and echoes the id.
+/// error bodies, keeps the caller's trace context for the changes it
+/// writes (`telemetry::with_caller`), bounds the request's time, and
+/// echoes the id.
 async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Response {
     let id = req
         .headers()
@@ -101,9 +103,11 @@ async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Respo
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     let value = HeaderValue::from_str(&id).expect("checked to be visible ASCII");
     req.headers_mut().insert(REQUEST_ID_HEADER, value.clone());
+    let caller = crate::telemetry::caller(req.headers());
     let mut response = error::REQUEST_ID
         .scope(id, async move {
-            match tokio::time::timeout(timeout, next.run(req)).await {
+            let request = crate::telemetry::with_caller(caller, next.run(req));
+            match tokio::time::timeout(timeout, request).await {
                 Ok(response) => response,
                 Err(_) => ApiError::unavailable(format!(
                     "the request took longer than {} s and was abandoned",

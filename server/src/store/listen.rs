@@ -29,6 +29,9 @@ pub struct ListenerRow {
     pub version: i64,
     /// The shipment's JSON at that change: the body, byte for byte.
     pub payload: String,
+    /// The W3C `traceparent` of the request that made the change, if it
+    /// had one (`OutboxRow::trace_parent`): the event carries it on.
+    pub trace_parent: Option<String>,
 }
 
 const LISTENER_KEY: &str = "SELECT signing_key_encrypted, created_at FROM listener_signing_keys \
@@ -44,7 +47,8 @@ const ADD_LISTENER_KEY: &str = "INSERT INTO listener_signing_keys \
 /// Rows a dispatcher has claimed (so they were, or are being, fed to live
 /// listeners), after an id. Redeliveries (`only_webhook_id`) are for one
 /// webhook, not for listeners.
-const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload FROM outbox \
+const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload, trace_parent \
+                      FROM outbox \
                       WHERE merchant_id = $1 AND id > $2 AND created_at >= $3 \
                       AND claimed_by IS NOT NULL AND only_webhook_id IS NULL \
                       ORDER BY id LIMIT $4";
@@ -54,7 +58,8 @@ const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload FR
 pub const CLAIMED_CHANNEL: &str = "shipment_outbox_claimed";
 const ANNOUNCE: &str = "SELECT pg_notify('shipment_outbox_claimed', $1)";
 /// PostgreSQL only: the ids come as the announcement's comma-separated text.
-const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payload FROM outbox \
+const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payload, trace_parent \
+                          FROM outbox \
                           WHERE id = ANY(string_to_array($1, ',')::bigint[]) \
                           AND only_webhook_id IS NULL ORDER BY id";
 

@@ -31,8 +31,17 @@ use finished::{Finished, Logged};
 /// It captures the shipment's own URL and whose shipment signing key signs
 /// the delivery to it, so the dispatcher need not read the shipment back.
 /// The key is referenced, not copied: a key rotated before the delivery
-/// leaves signs it with the new key, as receivers expect.
-pub(crate) fn enqueue(tx: &mut Tx, shipment_id: i64, merchant_id: i64, shipment: &Shipment) {
+/// leaves signs it with the new key, as receivers expect. `trace_parent`
+/// is the trace of the request that made the change
+/// (`telemetry::current_traceparent`, taken in its task), which the
+/// deliveries and listener events of the change continue.
+pub(crate) fn enqueue(
+    tx: &mut Tx,
+    shipment_id: i64,
+    merchant_id: i64,
+    shipment: &Shipment,
+    trace_parent: Option<String>,
+) {
     tx.at_commit(Enqueued {
         shipment_id,
         merchant_id,
@@ -40,7 +49,7 @@ pub(crate) fn enqueue(tx: &mut Tx, shipment_id: i64, merchant_id: i64, shipment:
         version: shipment.version,
         payload: serde_json::to_string(shipment).expect("shipments serialize"),
         webhook_url: shipment.webhook_url.clone(),
-        trace_parent: crate::telemetry::current_traceparent(),
+        trace_parent,
     });
 }
 
@@ -53,8 +62,8 @@ pub(crate) struct Enqueued {
     version: i64,
     payload: String,
     webhook_url: Option<String>,
-    /// The W3C `traceparent` of the request's span, when spans are
-    /// exported: the delivery's span continues that trace.
+    /// The W3C `traceparent` of the request's trace: the delivery's span
+    /// continues that trace.
     trace_parent: Option<String>,
 }
 
@@ -124,8 +133,9 @@ pub struct OutboxRow {
     /// The delivery (log id) a redelivery sends again, logged with each
     /// attempt; `None` for a change's own row.
     pub redelivery_of: Option<i64>,
-    /// The W3C `traceparent` of the request that made the change, when the
-    /// server exported its spans then; `None` for a redelivery.
+    /// The W3C `traceparent` of the request that made the change (or, for
+    /// a redelivery, that asked for it), when it had one or the server
+    /// exported its spans then.
     #[sqlx(default)]
     pub trace_parent: Option<String>,
 }
@@ -153,6 +163,7 @@ impl OutboxRow {
             shipment_code: self.shipment_code.clone(),
             version: self.version,
             payload: self.payload.clone(),
+            trace_parent: self.trace_parent.clone(),
         })
     }
 }
@@ -259,14 +270,16 @@ macro_rules! claim_sql {
 /// A redelivery of one delivery of the merchant's webhook: the change's
 /// outbox row copied (shipment, version, payload byte for byte), for that
 /// webhook only, naming the delivery it repeats. `$1` delivery, `$2`
-/// webhook, `$3` merchant, `$4` now. The shipment's own URL is left out
+/// webhook, `$3` merchant, `$4` now, `$5` the trace of the request asking
+/// for it (a redelivery continues that trace, not the change's). The
+/// shipment's own URL is left out
 /// (`webhook_url` NULL) and `signing_key_merchant_id` is set, so the claim
 /// adds no target of its own.
 const REDELIVER: &str = "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, \
                          payload, signing_key_merchant_id, only_webhook_id, redelivery_of, \
-                         created_at) \
+                         created_at, trace_parent) \
                          SELECT o.shipment_id, o.merchant_id, o.shipment_code, o.version, \
-                         o.payload, o.merchant_id, d.webhook_id, d.id, $4 \
+                         o.payload, o.merchant_id, d.webhook_id, d.id, $4, $5 \
                          FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id \
                          WHERE d.id = $1 AND d.webhook_id = $2 AND d.merchant_id = $3 \
                          RETURNING id";
@@ -320,13 +333,14 @@ macro_rules! failed_changes {
 }
 
 /// Queues a redelivery of each of [`failed_changes!`], oldest first, at
-/// most `$6`, at `$5`. (Rows are numbered in the `ORDER BY`'s order, so
-/// the dispatcher sends a shipment's versions in order.)
+/// most `$6`, at `$5`, in the trace `$7` of the request asking for them.
+/// (Rows are numbered in the `ORDER BY`'s order, so the dispatcher sends a
+/// shipment's versions in order.)
 const REDELIVER_FAILED: &str = concat!(
     "INSERT INTO outbox (shipment_id, merchant_id, shipment_code, version, payload, ",
-    "signing_key_merchant_id, only_webhook_id, redelivery_of, created_at) ",
+    "signing_key_merchant_id, only_webhook_id, redelivery_of, created_at, trace_parent) ",
     "SELECT o.shipment_id, o.merchant_id, o.shipment_code, o.version, o.payload, ",
-    "o.merchant_id, d.webhook_id, d.id, $5 ",
+    "o.merchant_id, d.webhook_id, d.id, $5, $7 ",
     failed_changes!(),
     "ORDER BY failed.first_row LIMIT $6 RETURNING id"
 );
@@ -537,6 +551,7 @@ impl Store {
             .bind(webhook_id.get())
             .bind(merchant_id.get())
             .bind(at)
+            .bind(crate::telemetry::current_traceparent())
             .scalar()
             .await?;
         tx.commit().await?;
@@ -585,6 +600,7 @@ impl Store {
                 .bind(until)
                 .bind(at)
                 .bind(i64::from(allowed))
+                .bind(crate::telemetry::current_traceparent())
                 .scalars()
                 .await?
         };

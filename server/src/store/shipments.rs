@@ -143,6 +143,7 @@ impl Store {
             merchant_id: merchant_id.get(),
             new,
             total_fee_minor,
+            trace_parent: crate::telemetry::current_traceparent(),
         };
         let Some((key, digest)) = idempotency else {
             let shipment = self.write_at_commit(row).await?;
@@ -176,8 +177,12 @@ impl Store {
         D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
     {
         let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
-        self.write(move |tx| Box::pin(change(tx, code.clone(), actor, None, decide.clone())))
-            .await
+        let trace = crate::telemetry::current_traceparent();
+        self.write(move |tx| {
+            let trace = trace.clone();
+            Box::pin(change(tx, code.clone(), actor, None, decide.clone(), trace))
+        })
+        .await
     }
 
     /// Delivers a shipment: [`Store::change_shipment`] that first checks
@@ -198,14 +203,16 @@ impl Store {
         let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
         let actor = Actor::Courier(courier_id);
         let confirmation = Some(provided.map(str::to_owned));
+        let trace = crate::telemetry::current_traceparent();
         self.write(move |tx| {
-            let confirmation = confirmation.clone();
+            let (confirmation, trace) = (confirmation.clone(), trace.clone());
             Box::pin(change(
                 tx,
                 code.clone(),
                 actor,
                 confirmation,
                 decide.clone(),
+                trace,
             ))
         })
         .await
@@ -254,6 +261,9 @@ pub(crate) struct NewRow {
     merchant_id: i64,
     new: NewShipment,
     total_fee_minor: i64,
+    /// The trace of the request asking for it, for its outbox row: taken
+    /// in the request's task, since the row is written with a group's.
+    trace_parent: Option<String>,
 }
 
 /// New shipments are inserted at commit, every one of a group commit in
@@ -298,14 +308,14 @@ impl AtCommit for NewRow {
         let mut by_code: HashMap<String, ShipmentRecord> =
             records.into_iter().map(|r| (r.code.clone(), r)).collect();
         let mut made = Vec::with_capacity(rows.len());
-        for code in &codes {
+        for (code, row) in codes.iter().zip(rows) {
             let record = by_code.remove(code.as_str()).ok_or_else(|| {
                 StoreError::Corrupt(format!("shipment {code} was not returned by its insert"))
             })?;
             tx.at_commit(record.count(1));
             let (id, merchant_id) = (record.id, record.merchant_id);
             let shipment = record.into_model()?;
-            outbox::enqueue(tx, id, merchant_id, &shipment);
+            outbox::enqueue(tx, id, merchant_id, &shipment, row.trace_parent);
             made.push(shipment);
         }
         Ok(made)
@@ -375,7 +385,8 @@ async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>
 
 /// A change in `tx`: read, decided, written back with its outbox row and
 /// counts. `confirmation` is `Some(provided code)` when the change needs
-/// the confirmation code checked (deliver). A write that loses a race
+/// the confirmation code checked (deliver); `trace_parent` goes with the
+/// outbox row. A write that loses a race
 /// with another process is retried from the read (PostgreSQL; on SQLite
 /// the transaction holds the only write lock).
 async fn change(
@@ -384,6 +395,7 @@ async fn change(
     actor: Actor,
     confirmation: Option<Option<String>>,
     decide: Arc<Decide>,
+    trace_parent: Option<String>,
 ) -> Result<Change, StoreError> {
     // As many re-reads after a lost race (PostgreSQL, with other
     // processes) as the group commit gives a write.
@@ -430,7 +442,7 @@ async fn change(
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
                 tx.query(sql).bind(id).execute().await?;
             }
-            outbox::enqueue(tx, id, merchant_id, &shipment);
+            outbox::enqueue(tx, id, merchant_id, &shipment, trace_parent);
             return Ok(Change::Done(shipment));
         }
     }

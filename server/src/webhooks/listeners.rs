@@ -320,6 +320,7 @@ mod tests {
             shipment_code: format!("SHP-{id}"),
             version: 1,
             payload: "{}".into(),
+            trace_parent: None,
         }
     }
 

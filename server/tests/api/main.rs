@@ -28,6 +28,7 @@ mod shipments;
 mod testing;
 mod testing_deliveries;
 mod testing_merchants;
+mod trace_context;
 
 use shipment_server::harness::{Pool, Store};
 use shipment_server::{Application, Config};

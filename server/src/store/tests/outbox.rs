@@ -155,14 +155,14 @@ async fn enqueued_rows_are_written_at_commit_in_order(store: &Store) {
     };
 
     let mut dropped = store.begin().await.unwrap();
-    crate::store::outbox::enqueue(&mut dropped, id, merchant.get(), &shipment(1));
+    crate::store::outbox::enqueue(&mut dropped, id, merchant.get(), &shipment(1), None);
     drop(dropped);
     assert!(versions().await.is_empty());
 
     // Three statements: 64, 64 and 2 rows.
     let mut tx = store.begin().await.unwrap();
     for version in 1..=130 {
-        crate::store::outbox::enqueue(&mut tx, id, merchant.get(), &shipment(version));
+        crate::store::outbox::enqueue(&mut tx, id, merchant.get(), &shipment(version), None);
     }
     assert!(versions().await.is_empty(), "written before the commit");
     tx.commit().await.unwrap();
