@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use rust_decimal::Decimal;
 use shipment_sdk::model::{CourierId, CreateShipment};
-use shipment_server::harness::{Pricing, fee};
+use shipment_server::harness::{Pricing, to_minor_units, total_fee};
 use shipment_server::harness::NewShipment;
 use shipment_server::harness::parse_json;
 
@@ -42,12 +42,12 @@ fuzz_target!(|data: &[u8]| {
         per_kg: Decimal::new(99_999, 2),
         per_km: Decimal::new(99_999, 2),
     };
-    let total = fee::total_fee(
+    let total = total_fee(
         pricing,
         new.weight_kg,
         new.start_address.as_deref(),
         new.end_address.as_deref(),
     );
     assert!(total >= pricing.base_fee);
-    assert!(fee::to_minor_units(total).is_some(), "{total}");
+    assert!(to_minor_units(total).is_some(), "{total}");
 });

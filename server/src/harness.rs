@@ -37,13 +37,17 @@ pub use crate::webhooks::{DispatchSettings, Dispatcher, install_tls_provider};
 pub use crate::domain::code::ShipmentCode;
 /// The fixtures file as the server checks it.
 pub use crate::domain::fixtures;
-/// Keys as the server makes them (the test kit makes fixtures' keys).
-pub use crate::domain::keys::{self, KeyKind};
+/// The server's own ids (the others are the SDK's, `shipment_sdk::model`):
+/// what the store's public methods take and give.
+pub use crate::domain::ids::{CourierKeyId, EventId, SessionId};
+/// Keys and tokens as the server makes them (the test kit makes fixtures'
+/// keys).
+pub use crate::domain::keys::{KeyKind, generate as generate_key, random_token};
 /// The key that encrypts webhook signing keys at rest.
 pub use crate::domain::sealed::DataKey;
 
 /// The parsing and arithmetic the fuzz targets exercise.
-pub use crate::domain::fee::{self, Coordinates, Pricing};
+pub use crate::domain::fee::{Coordinates, Pricing, to_minor_units, total_fee};
 /// The list query and its limits.
 pub use crate::domain::list_query::{ListQuery, MAX_PAGE, MAX_PAGE_SIZE, parse_page};
 /// A create's body, validated.

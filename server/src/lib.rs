@@ -4,6 +4,13 @@
 //! server; `main.rs` only parses arguments and calls it, so tests start the
 //! very same thing on port 0.
 #![warn(missing_docs)]
+// Inside the private modules an item is `pub(crate)` unless the crate's
+// public surface (the modules above that are `pub`, the `harness` facade,
+// the re-exports below) reaches it: what the test kit, the binary, the
+// fuzz targets and the benches may use is then what `pub` says, and a
+// reader of a private module sees at a glance that nothing outside uses
+// an item.
+#![warn(unreachable_pub)]
 
 /// The README's Rust example, compiled (not run) with the doc tests.
 #[cfg(doctest)]

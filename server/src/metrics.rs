@@ -24,7 +24,7 @@ const LATENCY_BUCKETS: &[f64] = &[
 
 /// The process-wide recorder (a process has one global recorder, and tests
 /// start many servers in one process).
-pub fn handle() -> &'static PrometheusHandle {
+pub(crate) fn handle() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
@@ -42,7 +42,7 @@ pub fn handle() -> &'static PrometheusHandle {
 }
 
 /// Counts and times every request by method, route template and status.
-pub async fn track_requests(req: Request, next: Next) -> Response {
+pub(crate) async fn track_requests(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().to_string();
     // The template (`/api/v1/shipments/{code}`), never the raw path, so the
@@ -64,14 +64,14 @@ pub async fn track_requests(req: Request, next: Next) -> Response {
 }
 
 /// Records one webhook delivery attempt.
-pub fn delivery(success: bool, seconds: f64) {
+pub(crate) fn delivery(success: bool, seconds: f64) {
     let outcome = if success { "success" } else { "failure" };
     metrics::counter!("webhook_deliveries_total", "outcome" => outcome).increment(1);
     metrics::histogram!("webhook_delivery_duration_seconds", "outcome" => outcome).record(seconds);
 }
 
 /// `GET /metrics`.
-pub async fn render(State(store): State<Store>) -> Response {
+pub(crate) async fn render(State(store): State<Store>) -> Response {
     match store.outbox_backlog().await {
         Ok(backlog) => {
             metrics::gauge!("outbox_depth").set(backlog.depth as f64);

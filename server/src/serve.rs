@@ -60,11 +60,11 @@ impl Default for ConnectionLimits {
 /// task drops the connection, and with it the request's handler, so the
 /// caller must not answer: it waits (`std::future::pending`) to be dropped.
 #[derive(Debug, Clone, Default)]
-pub struct ConnectionCloser(Arc<tokio::sync::Notify>);
+pub(crate) struct ConnectionCloser(Arc<tokio::sync::Notify>);
 
 impl ConnectionCloser {
     /// Asks the connection's task to close the connection now.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.0.notify_one();
     }
 }
@@ -72,7 +72,7 @@ impl ConnectionCloser {
 /// Serves `app` on `listener` until `shutdown` completes; then stops
 /// accepting, lets every connection finish the request it is on, and
 /// returns once all are closed.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,

@@ -11,7 +11,7 @@
 //! Without an exporter the server has no OpenTelemetry spans of its own,
 //! but it still passes the caller's trace on, as the W3C recommendation
 //! asks of a hop that does not trace: a valid incoming `traceparent` is
-//! kept for the request ([`with_caller`]), stored with the outbox rows the
+//! kept for the request (`with_caller`), stored with the outbox rows the
 //! request writes, and sent unchanged with their deliveries and listener
 //! events, so the merchant's own trace still reaches its webhook receiver.
 //! A request without the header costs one header lookup.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use shipment_server::Environment;
 use shipment_server::FixtureError;
 use shipment_server::harness::fixtures as checked;
-use shipment_server::harness::{KeyKind, keys};
+use shipment_server::harness::{KeyKind, generate_key, random_token};
 
 /// The courier company of [`Fixtures::default`].
 pub const DEFAULT_COURIER: &str = "Swift Couriers";
@@ -359,7 +359,7 @@ impl MerchantFixture {
         MerchantFixture {
             name: name.into(),
             email: email.into(),
-            password: keys::random_token("pw_").expose().to_owned(),
+            password: random_token("pw_").expose().to_owned(),
             api_keys: vec![new_key(KeyKind::Merchant)],
             couriers: Vec::new(),
             shipment_signing_key: None,
@@ -423,14 +423,12 @@ impl MerchantFixture {
 
 /// A new staging key of `kind`.
 fn new_key(kind: KeyKind) -> String {
-    keys::generate(kind, Environment::Staging)
-        .expose()
-        .to_owned()
+    generate_key(kind, Environment::Staging).expose().to_owned()
 }
 
 /// A new webhook signing key, `whsec_` + 32 base62, for
 /// [`MerchantFixture::webhook`] and
 /// [`MerchantFixture::shipment_signing_key`].
 pub fn new_signing_key() -> String {
-    keys::random_token("whsec_").expose().to_owned()
+    random_token("whsec_").expose().to_owned()
 }

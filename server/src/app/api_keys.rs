@@ -10,7 +10,7 @@ use crate::store::api_keys::ApiKeyInfo;
 use crate::store::listen::Revoked;
 
 /// Longest key name accepted.
-pub const MAX_KEY_NAME: usize = 100;
+pub(crate) const MAX_KEY_NAME: usize = 100;
 
 fn view(k: ApiKeyInfo) -> ApiKey {
     let mut key = ApiKey::new(ApiKeyId::new(k.id), k.name, k.prefix, k.last4, k.created_at);
@@ -19,7 +19,10 @@ fn view(k: ApiKeyInfo) -> ApiKey {
 }
 
 /// The merchant's keys, newest first, without their secrets.
-pub async fn list_api_keys(state: &AppState, merchant_id: MerchantId) -> Result<Vec<ApiKey>> {
+pub(crate) async fn list_api_keys(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<Vec<ApiKey>> {
     let keys = state.store.api_keys(merchant_id).await?;
     Ok(keys.into_iter().map(view).collect())
 }
@@ -27,7 +30,7 @@ pub async fn list_api_keys(state: &AppState, merchant_id: MerchantId) -> Result<
 /// Creates an API key for the merchant, named `name` (trimmed; a default
 /// when empty; at most [`MAX_KEY_NAME`] characters). The secret is returned
 /// once and only its digest is stored.
-pub async fn create_api_key(
+pub(crate) async fn create_api_key(
     state: &AppState,
     merchant_id: MerchantId,
     name: Option<&str>,
@@ -58,7 +61,11 @@ pub async fn create_api_key(
 /// listener streams it opened end: in this process now, in the others
 /// sharing a PostgreSQL database when the deletion's announcement reaches
 /// them (`webhooks::listeners::relay`).
-pub async fn delete_api_key(state: &AppState, merchant_id: MerchantId, id: ApiKeyId) -> Result<()> {
+pub(crate) async fn delete_api_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: ApiKeyId,
+) -> Result<()> {
     match state.store.delete_api_key(merchant_id, id).await? {
         Some(revoked) => {
             forget_revoked(state, revoked);
@@ -76,7 +83,7 @@ pub(crate) fn forget_revoked(state: &AppState, revoked: Revoked) {
 }
 
 /// One of the merchant's keys, by id.
-pub async fn get_api_key(
+pub(crate) async fn get_api_key(
     state: &AppState,
     merchant_id: MerchantId,
     id: ApiKeyId,
@@ -91,7 +98,7 @@ pub async fn get_api_key(
 
 /// The merchant's working key that `pasted` is, if it is one: well formed,
 /// of this server's environment, and not deleted.
-pub async fn find_own_key(
+pub(crate) async fn find_own_key(
     state: &AppState,
     merchant_id: MerchantId,
     pasted: &str,

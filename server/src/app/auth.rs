@@ -20,7 +20,7 @@ const TOUCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whom a kind of key belongs to: [`MerchantId`] for `sk_` keys,
 /// [`CourierId`] for `ck_` keys, so the id a key is checked for is typed.
-pub trait KeyOwnerId: From<i64> + Copy + Send + 'static {
+pub(crate) trait KeyOwnerId: From<i64> + Copy + Send + 'static {
     /// The kind of key such an owner holds.
     const KIND: KeyKind;
     /// The id of such a key.
@@ -39,7 +39,7 @@ impl KeyOwnerId for CourierId {
 
 /// A merchant or courier company that presented one of its keys.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyHolder<Owner: KeyOwnerId> {
+pub(crate) struct KeyHolder<Owner: KeyOwnerId> {
     /// The merchant or courier company the key belongs to.
     pub owner_id: Owner,
     /// The key's own id (a listener's stream ends when its key is deleted).
@@ -48,7 +48,7 @@ pub struct KeyHolder<Owner: KeyOwnerId> {
 
 /// Why a presented key is refused; each front end words it.
 #[derive(Debug, thiserror::Error)]
-pub enum KeyRefused {
+pub(crate) enum KeyRefused {
     /// Not shaped like any key.
     #[error("not a valid key")]
     Malformed,
@@ -70,7 +70,7 @@ pub enum KeyRefused {
 /// shape, environment and kind first (no database), then the key itself,
 /// from the key cache or else the database. A key not recorded as used in
 /// the last minute is recorded so, off the request's path.
-pub async fn authenticate_key<Owner: KeyOwnerId>(
+pub(crate) async fn authenticate_key<Owner: KeyOwnerId>(
     state: &AppState,
     presented: &str,
 ) -> Result<KeyHolder<Owner>, KeyRefused> {
@@ -117,18 +117,18 @@ pub async fn authenticate_key<Owner: KeyOwnerId>(
 }
 
 /// How long a session token works.
-pub const SESSION_TTL: Duration = Duration::hours(12);
+pub(crate) const SESSION_TTL: Duration = Duration::hours(12);
 /// Sign-in attempts for one e-mail that may fail within [`LOGIN_WINDOW`];
 /// the next one is 429 until the window ends.
-pub const MAX_LOGIN_FAILURES: i64 = 5;
+pub(crate) const MAX_LOGIN_FAILURES: i64 = 5;
 /// The window over which sign-in attempts are counted, from the first.
-pub const LOGIN_WINDOW: Duration = Duration::minutes(15);
+pub(crate) const LOGIN_WINDOW: Duration = Duration::minutes(15);
 /// Longest e-mail or password looked at (argon2 of a huge password is a DoS).
-pub const MAX_CREDENTIAL_LEN: usize = 256;
+pub(crate) const MAX_CREDENTIAL_LEN: usize = 256;
 
 /// A signed-in dashboard session: a Bearer token or the dashboard's cookie.
 #[derive(Debug, Clone, Copy)]
-pub struct Session {
+pub(crate) struct Session {
     /// The session's id.
     pub id: SessionId,
     /// The merchant it belongs to.
@@ -140,7 +140,7 @@ pub struct Session {
 /// throttle (429 after [`MAX_LOGIN_FAILURES`] failures in [`LOGIN_WINDOW`])
 /// and the same errors. Returns the session token (shown once; only its
 /// digest is stored) and when it expires.
-pub async fn sign_in(
+pub(crate) async fn sign_in(
     state: &AppState,
     email: &str,
     password: &str,
@@ -260,7 +260,7 @@ fn dummy_hash() -> &'static str {
 
 /// The live session a token opens, if any: the one lookup behind the
 /// Bearer header and the dashboard's session cookie.
-pub async fn session_for_token(state: &AppState, token: &str) -> Result<Option<Session>> {
+pub(crate) async fn session_for_token(state: &AppState, token: &str) -> Result<Option<Session>> {
     Ok(state
         .store
         .session(&keys::digest(token))
@@ -273,7 +273,7 @@ pub async fn session_for_token(state: &AppState, token: &str) -> Result<Option<S
 
 /// Ends a session: its token stops working at once, and the listener
 /// streams it opened end.
-pub async fn sign_out(state: &AppState, session: Session) -> Result<()> {
+pub(crate) async fn sign_out(state: &AppState, session: Session) -> Result<()> {
     if let Some(revoked) = state.store.delete_session(session.id).await? {
         super::api_keys::forget_revoked(state, revoked);
     }

@@ -40,10 +40,10 @@ const PRICING_MEMORY_ENTRIES: usize = 10_000;
 /// would change or remove one (or a merchant); such a write must forget
 /// here, through a method of this type, as it commits.
 #[derive(Debug)]
-pub struct PricingMemo(Memo<(MerchantId, CourierId), Pricing>);
+pub(crate) struct PricingMemo(Memo<(MerchantId, CourierId), Pricing>);
 
 /// An empty [`PricingMemo`].
-pub fn pricing_memo() -> PricingMemo {
+pub(crate) fn pricing_memo() -> PricingMemo {
     PricingMemo(Memo::new(PRICING_MEMORY_TTL, PRICING_MEMORY_ENTRIES))
 }
 
@@ -51,7 +51,7 @@ impl PricingMemo {
     /// The prices of courier company `courier_id` if it is linked to
     /// merchant `merchant_id` and active; from memory for
     /// [`PRICING_MEMORY_TTL`] after a read of `store`.
-    pub async fn linked(
+    pub(crate) async fn linked(
         &self,
         store: &Store,
         merchant_id: MerchantId,
@@ -73,36 +73,36 @@ impl PricingMemo {
     /// Forgets every price remembered for `merchant_id`: its links are
     /// gone (the test controls' merchant deletion), and on SQLite a new
     /// merchant may take its id.
-    pub fn forget_merchant(&self, merchant_id: MerchantId) {
+    pub(crate) fn forget_merchant(&self, merchant_id: MerchantId) {
         self.0.forget_where(|| {}, |(m, _), _| *m == merchant_id);
     }
 }
 
 /// How long a listed shipment is remembered after it was read.
-pub const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);
+pub(crate) const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);
 
 /// Listed shipments remembered at most: a hundred full pages.
 const LISTED_MEMORY_ENTRIES: usize = 10_000;
 
 /// Listed shipments by id and version.
-pub type ListedMemo = Memo<RowVersion, ListedShipment>;
+pub(crate) type ListedMemo = Memo<RowVersion, ListedShipment>;
 
 /// Forgets every listed shipment of `merchant_id` in `memo`: its rows are
 /// deleted (the test controls' merchant deletion), and on SQLite a new
 /// shipment may take a deleted one's id at the same first version.
-pub fn forget_listed_of(memo: &ListedMemo, merchant_id: MerchantId) {
+pub(crate) fn forget_listed_of(memo: &ListedMemo, merchant_id: MerchantId) {
     memo.forget_where(|| {}, |_, listed| listed.merchant_id == merchant_id);
 }
 
 /// An empty [`ListedMemo`].
-pub fn listed_memo() -> ListedMemo {
+pub(crate) fn listed_memo() -> ListedMemo {
     Memo::new(LISTED_MEMORY_TTL, LISTED_MEMORY_ENTRIES)
 }
 
 /// A shipment on a page, with its JSON written once: it serializes as that
 /// JSON, and derefs to the [`Shipment`] for the dashboard's pages.
 #[derive(Debug, Clone)]
-pub struct ListedShipment(Arc<Listed>);
+pub(crate) struct ListedShipment(Arc<Listed>);
 
 #[derive(Debug)]
 struct Listed {
@@ -112,7 +112,7 @@ struct Listed {
 
 impl ListedShipment {
     /// `shipment`, written as JSON now.
-    pub fn new(shipment: Shipment) -> ListedShipment {
+    pub(crate) fn new(shipment: Shipment) -> ListedShipment {
         let json = serde_json::value::to_raw_value(&shipment).expect("shipments serialize");
         ListedShipment(Arc::new(Listed { shipment, json }))
     }

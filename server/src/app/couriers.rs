@@ -11,7 +11,7 @@ use crate::store::couriers::DriverRow;
 
 /// A driver of a courier company.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub struct Driver {
+pub(crate) struct Driver {
     /// Identifier used as `driver_id`.
     #[schema(value_type = i64)]
     pub id: DriverId,
@@ -37,7 +37,7 @@ impl From<DriverRow> for Driver {
 }
 
 /// merchant and active; from memory for [`PRICING_MEMORY_TTL`] after a read.
-pub async fn linked_pricing(
+pub(crate) async fn linked_pricing(
     state: &AppState,
     merchant_id: MerchantId,
     courier_id: CourierId,
@@ -49,7 +49,7 @@ pub async fn linked_pricing(
 }
 
 /// The courier companies linked to the merchant.
-pub async fn list_merchant_couriers(
+pub(crate) async fn list_merchant_couriers(
     state: &AppState,
     merchant_id: MerchantId,
 ) -> Result<Vec<CourierCompany>> {
@@ -57,14 +57,18 @@ pub async fn list_merchant_couriers(
 }
 
 /// The courier company's drivers.
-pub async fn list_drivers(state: &AppState, courier_id: CourierId) -> Result<Vec<Driver>> {
+pub(crate) async fn list_drivers(state: &AppState, courier_id: CourierId) -> Result<Vec<Driver>> {
     let rows = state.store.drivers(courier_id).await?;
     Ok(rows.into_iter().map(Driver::from).collect())
 }
 
 /// Adds a driver to the courier company (the name trimmed, 1 to 500
 /// characters).
-pub async fn create_driver(state: &AppState, courier_id: CourierId, name: &str) -> Result<Driver> {
+pub(crate) async fn create_driver(
+    state: &AppState,
+    courier_id: CourierId,
+    name: &str,
+) -> Result<Driver> {
     let name = courier_text("name", name)?;
     Ok(state.store.create_driver(courier_id, &name).await?.into())
 }

@@ -104,10 +104,10 @@ impl From<StoreError> for Error {
 }
 
 /// The outcome of a use-case.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A positive integer id from a path segment.
-pub fn numeric_id<Id: From<i64>>(raw: &str) -> Result<Id> {
+pub(crate) fn numeric_id<Id: From<i64>>(raw: &str) -> Result<Id> {
     raw.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)

@@ -34,7 +34,7 @@ use crate::store::{StoreError, Tx};
 /// starting on one PostgreSQL) run one after another ("SHIPFIXT").
 const FIXTURES_LOCK: i64 = 0x5348_4950_4649_5854;
 /// The name of API keys made from the file.
-pub const API_KEY_NAME: &str = "fixtures";
+pub(crate) const API_KEY_NAME: &str = "fixtures";
 
 /// Why a fixtures file was not applied. Nothing of it was, in every case;
 /// no message quotes a key, signing key or password.
@@ -167,7 +167,10 @@ impl FixtureReport {
 
 /// Reads the file at `path` ([`read_fixtures_file`]) and applies it
 /// ([`apply`]).
-pub async fn apply_file(state: &AppState, path: &Path) -> Result<FixtureReport, FixtureError> {
+pub(crate) async fn apply_file(
+    state: &AppState,
+    path: &Path,
+) -> Result<FixtureReport, FixtureError> {
     let file = path.display().to_string();
     let owned = path.to_owned();
     let text = tokio::task::spawn_blocking(move || read_fixtures_file(&owned))
@@ -223,7 +226,7 @@ fn read_capped(file: &str, reader: impl Read) -> Result<String, FixtureError> {
 
 /// Applies the fixtures `text` (`file` names it in messages): checks it
 /// whole, then makes what is missing in one transaction, or nothing.
-pub async fn apply(
+pub(crate) async fn apply(
     state: &AppState,
     file: &str,
     text: &str,

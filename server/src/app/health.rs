@@ -3,6 +3,6 @@
 use super::{AppState, Result};
 
 /// Whether the database answers (the readiness check).
-pub async fn ping_database(state: &AppState) -> Result<()> {
+pub(crate) async fn ping_database(state: &AppState) -> Result<()> {
     Ok(state.store.ping().await?)
 }

@@ -48,7 +48,7 @@ const MAX_ENTRIES: usize = 10_000;
 
 /// See the module's documentation. Cheap to share (`Arc` it).
 #[derive(Debug)]
-pub struct KeyCache {
+pub(crate) struct KeyCache {
     entries: Memo<(KeyKind, String), KeyOwner>,
     /// Bumped by every deletion. A lookup notes it before asking the
     /// database and remembers the answer only if no deletion happened
@@ -69,20 +69,20 @@ impl Default for KeyCache {
 /// A lookup's ticket: what [`KeyCache::remember`] needs to know whether a
 /// deletion happened since [`KeyCache::get`].
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket(u64);
+pub(crate) struct Ticket(u64);
 
 impl KeyCache {
     /// The owner of the key with this digest if it was verified less than
     /// [`KEY_CACHE_TTL`] ago; else `Err` with the ticket to remember the
     /// database's answer with.
-    pub fn get(&self, kind: KeyKind, digest: &str) -> Result<KeyOwner, Ticket> {
+    pub(crate) fn get(&self, kind: KeyKind, digest: &str) -> Result<KeyOwner, Ticket> {
         let ticket = Ticket(self.generation.load(Ordering::Acquire));
         self.entries.get(&(kind, digest.to_owned())).ok_or(ticket)
     }
 
     /// Remembers a key the database just confirmed, unless a key was
     /// deleted since the lookup's ticket was taken.
-    pub fn remember(&self, ticket: Ticket, kind: KeyKind, digest: &str, owner: KeyOwner) {
+    pub(crate) fn remember(&self, ticket: Ticket, kind: KeyKind, digest: &str, owner: KeyOwner) {
         self.entries
             .remember_if((kind, digest.to_owned()), owner, || {
                 self.generation.load(Ordering::Acquire) == ticket.0
@@ -91,7 +91,7 @@ impl KeyCache {
 
     /// Notes that the key was used now, so the once-a-minute `last_used_at`
     /// bookkeeping is not started again by every request that finds it here.
-    pub fn touched(&self, kind: KeyKind, digest: &str, at: chrono::DateTime<chrono::Utc>) {
+    pub(crate) fn touched(&self, kind: KeyKind, digest: &str, at: chrono::DateTime<chrono::Utc>) {
         self.entries.update(&(kind, digest.to_owned()), |owner| {
             owner.last_used_at = Some(at);
         });
@@ -100,7 +100,7 @@ impl KeyCache {
     /// Forgets a revoked key: called by the process that deleted it, as
     /// the deletion committed, and by every process's listener relay when
     /// the deletion is announced. (Sessions are not remembered here.)
-    pub fn forget(&self, revoked: Revoked) {
+    pub(crate) fn forget(&self, revoked: Revoked) {
         let (kind, key_id) = match revoked.credential() {
             Credential::ApiKey(id) => (KeyKind::Merchant, id.get()),
             Credential::Session(_) => return,
@@ -115,7 +115,7 @@ impl KeyCache {
 
     /// Forgets every key: each is verified by the database again on its
     /// next use.
-    pub fn forget_all(&self) {
+    pub(crate) fn forget_all(&self) {
         self.entries.forget_where(
             || {
                 self.generation.fetch_add(1, Ordering::AcqRel);

@@ -32,7 +32,7 @@ use crate::store::shipments::{PageRow, RowVersion};
 /// the page's version from memory, the others read, written as JSON and
 /// remembered (under the version read, which may be newer than the
 /// page's).
-pub async fn page(
+pub(crate) async fn page(
     state: &AppState,
     actor: Actor,
     query: &ListQuery,

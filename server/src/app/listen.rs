@@ -21,20 +21,20 @@ use crate::webhooks::listeners::Subscription;
 
 /// What opened a listener's stream (an API key or a session): the stream
 /// ends when it is revoked. Front ends name it from here.
-pub use crate::webhooks::listeners::Credential;
+pub(crate) use crate::webhooks::listeners::Credential;
 
 /// How far back a reconnecting listener is caught up (`Last-Event-ID`).
-pub const RESUME_WINDOW: Duration = Duration::hours(1);
+pub(crate) const RESUME_WINDOW: Duration = Duration::hours(1);
 /// Most changes sent again to a reconnecting listener; older ones are
 /// skipped (a receiver catches up with `GET /shipments?updated_after=`).
-pub const MAX_RESUMED: u32 = 1_000;
+pub(crate) const MAX_RESUMED: u32 = 1_000;
 /// How often an open stream asks the database whether its credential still
 /// works: the longest a stream outlives a key deleted, or a session ended,
 /// through another server process, or a session's expiry. (The process
 /// that revokes a credential ends its streams at once.) One indexed read
 /// per open stream and period, not through the key cache, whose window
 /// would add to the delay.
-pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn open(state: &AppState, sealed: &SealedKey) -> Result<SigningKey> {
     let key = state
@@ -46,7 +46,10 @@ fn open(state: &AppState, sealed: &SealedKey) -> Result<SigningKey> {
 
 /// The merchant's listener signing key; `None` until a listener first
 /// connected or one was made with [`rotate_listener_key`].
-pub async fn listener_key(state: &AppState, merchant_id: MerchantId) -> Result<Option<SigningKey>> {
+pub(crate) async fn listener_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<Option<SigningKey>> {
     match state.store.listener_signing_key(merchant_id).await? {
         Some(sealed) => open(state, &sealed).map(Some),
         None => Ok(None),
@@ -54,7 +57,7 @@ pub async fn listener_key(state: &AppState, merchant_id: MerchantId) -> Result<O
 }
 
 /// The merchant's listener signing key, made now if it has none.
-pub async fn listener_key_or_create(
+pub(crate) async fn listener_key_or_create(
     state: &AppState,
     merchant_id: MerchantId,
 ) -> Result<SigningKey> {
@@ -69,7 +72,10 @@ pub async fn listener_key_or_create(
 /// Replaces the merchant's listener signing key (or makes its first). The
 /// listeners connected to this process are disconnected and sign with the
 /// new key once they reconnect.
-pub async fn rotate_listener_key(state: &AppState, merchant_id: MerchantId) -> Result<SigningKey> {
+pub(crate) async fn rotate_listener_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<SigningKey> {
     let (key, sealed) = new_signing_key(state);
     let created_at = state
         .store
@@ -82,7 +88,7 @@ pub async fn rotate_listener_key(state: &AppState, merchant_id: MerchantId) -> R
 /// One connected listener: the changes it missed (after `Last-Event-ID`),
 /// then every change published while it stays connected, each signed, for
 /// as long as the credential it was opened with works.
-pub struct Feed {
+pub(crate) struct Feed {
     state: AppState,
     merchant_id: MerchantId,
     credential: Credential,
@@ -97,7 +103,7 @@ pub struct Feed {
 /// A change as a listener receives it, with the event's id (the outbox
 /// row's, for `Last-Event-ID`).
 #[derive(Debug, Clone)]
-pub struct ListenerEvent {
+pub(crate) struct ListenerEvent {
     /// The SSE event id.
     pub id: EventId,
     /// The delivery.
@@ -109,7 +115,7 @@ pub struct ListenerEvent {
 /// `last_event_id`, the feed starts with the changes after that event from
 /// the last [`RESUME_WINDOW`] (at most [`MAX_RESUMED`]) that were already
 /// fed to listeners.
-pub async fn connect(
+pub(crate) async fn connect(
     state: &AppState,
     merchant_id: MerchantId,
     credential: Credential,
@@ -149,7 +155,7 @@ impl Feed {
     /// the listener signing key was replaced, the listener fell too far
     /// behind (it reconnects with `Last-Event-ID`), or the stream's
     /// credential no longer works (the reconnection is refused).
-    pub async fn next(&mut self) -> Option<ListenerEvent> {
+    pub(crate) async fn next(&mut self) -> Option<ListenerEvent> {
         if let Some(row) = self.missed.pop_front() {
             return Some(self.sign(&row));
         }

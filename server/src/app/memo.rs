@@ -18,7 +18,7 @@ pub(crate) mod statements;
 
 /// Values by key, each taken for `ttl` after it was remembered.
 #[derive(Debug)]
-pub struct Memo<K, V> {
+pub(crate) struct Memo<K, V> {
     entries: Mutex<HashMap<K, (V, Instant)>>,
     ttl: Duration,
     max_entries: usize,
@@ -28,7 +28,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     /// An empty memory whose entries last `ttl`; beyond `max_entries`,
     /// expired entries are dropped, and if that is not enough, all (a flood
     /// of distinct keys is not a workload worth remembering).
-    pub fn new(ttl: Duration, max_entries: usize) -> Memo<K, V> {
+    pub(crate) fn new(ttl: Duration, max_entries: usize) -> Memo<K, V> {
         Memo {
             entries: Mutex::default(),
             ttl,
@@ -41,7 +41,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     }
 
     /// The value remembered for `key` less than the TTL ago.
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         match self.lock().get(key) {
             Some((value, at)) if at.elapsed() < self.ttl => Some(value.clone()),
             _ => None,
@@ -49,7 +49,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     }
 
     /// [`Memo::get`] for each key, under one lock.
-    pub fn get_each<'k>(&self, keys: impl IntoIterator<Item = &'k K>) -> Vec<Option<V>>
+    pub(crate) fn get_each<'k>(&self, keys: impl IntoIterator<Item = &'k K>) -> Vec<Option<V>>
     where
         K: 'k,
     {
@@ -64,7 +64,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
 
     /// Remembers `value` for `key` from now, if `still_valid` (asked while
     /// no other call can change the memory) says so.
-    pub fn remember_if(&self, key: K, value: V, still_valid: impl FnOnce() -> bool) {
+    pub(crate) fn remember_if(&self, key: K, value: V, still_valid: impl FnOnce() -> bool) {
         let mut entries = self.lock();
         if !still_valid() {
             return;
@@ -85,12 +85,12 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     }
 
     /// Remembers `value` for `key` from now.
-    pub fn remember(&self, key: K, value: V) {
+    pub(crate) fn remember(&self, key: K, value: V) {
         self.remember_if(key, value, || true);
     }
 
     /// [`Memo::remember`] for each pair, under one lock.
-    pub fn remember_each(&self, pairs: impl IntoIterator<Item = (K, V)>) {
+    pub(crate) fn remember_each(&self, pairs: impl IntoIterator<Item = (K, V)>) {
         let mut entries = self.lock();
         let at = Instant::now();
         for (key, value) in pairs {
@@ -99,7 +99,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     }
 
     /// Changes the value remembered for `key`, if any, keeping its age.
-    pub fn update(&self, key: &K, change: impl FnOnce(&mut V)) {
+    pub(crate) fn update(&self, key: &K, change: impl FnOnce(&mut V)) {
         if let Some((value, _)) = self.lock().get_mut(key) {
             change(value);
         }
@@ -107,7 +107,7 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
 
     /// Forgets every entry `forget` picks; `before` runs first, while no
     /// other call can change the memory.
-    pub fn forget_where(&self, before: impl FnOnce(), forget: impl Fn(&K, &V) -> bool) {
+    pub(crate) fn forget_where(&self, before: impl FnOnce(), forget: impl Fn(&K, &V) -> bool) {
         let mut entries = self.lock();
         before();
         entries.retain(|k, (v, _)| !forget(k, v));

@@ -11,27 +11,27 @@
 //! errors ([`error`]), the caches the state holds ([`caches`], [`key_cache`])
 //! and one file per resource's use-cases.
 
-pub mod api_keys;
-pub mod auth;
-pub mod caches;
-pub mod couriers;
-pub mod error;
-pub mod fixtures;
-pub mod health;
-pub mod key_cache;
-pub mod listed;
-pub mod listen;
-pub mod memo;
-pub mod shipments;
-pub mod state;
-pub mod testing;
-pub mod webhooks;
+pub(crate) mod api_keys;
+pub(crate) mod auth;
+pub(crate) mod caches;
+pub(crate) mod couriers;
+pub(crate) mod error;
+pub(crate) mod fixtures;
+pub(crate) mod health;
+pub(crate) mod key_cache;
+pub(crate) mod listed;
+pub(crate) mod listen;
+pub(crate) mod memo;
+pub(crate) mod shipments;
+pub(crate) mod state;
+pub(crate) mod testing;
+pub(crate) mod webhooks;
 
 /// Who is acting on a shipment: a merchant or a courier company, by id. A
 /// shipment is visible to its merchant and to its courier company.
 ///
 /// Front ends name it from here; the store decides visibility with it.
-pub use crate::domain::actor::Actor;
-pub use error::{Error, Result, numeric_id};
-pub use health::ping_database;
-pub use state::{AppState, Shared};
+pub(crate) use crate::domain::actor::Actor;
+pub(crate) use error::{Error, Result, numeric_id};
+pub(crate) use health::ping_database;
+pub(crate) use state::{AppState, Shared};

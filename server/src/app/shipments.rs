@@ -19,18 +19,18 @@ use crate::domain::list_query::ListQuery;
 use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
-pub use crate::store::shipments::CreateOutcome;
+pub(crate) use crate::store::shipments::CreateOutcome;
 use crate::store::shipments::{Change, KeyReused};
 
 /// Reads an `Idempotency-Key` header value.
-pub fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
+pub(crate) fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
     IdempotencyKey::from_bytes(raw)
         .map_err(|e| FieldError::invalid("Idempotency-Key", e.to_string()).into())
 }
 
 /// Creates a shipment for the merchant: validated, priced by its linked
 /// courier, and (with an idempotency key) at most once per key and body.
-pub async fn create_shipment(
+pub(crate) async fn create_shipment(
     state: &AppState,
     merchant_id: MerchantId,
     request: CreateShipment,
@@ -91,7 +91,7 @@ pub async fn create_shipment(
 }
 
 /// One page of `actor`'s shipments in the list envelope.
-pub async fn list_shipments(
+pub(crate) async fn list_shipments(
     state: &AppState,
     actor: Actor,
     query: &ListQuery,
@@ -102,7 +102,7 @@ pub async fn list_shipments(
 
 /// The merchant's shipment with this code: not found when no shipment has
 /// it, refused when another merchant's does.
-pub async fn get_shipment(
+pub(crate) async fn get_shipment(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,
@@ -151,7 +151,7 @@ async fn change(
 }
 
 /// Cancels the merchant's shipment before pickup (again: unchanged).
-pub async fn cancel_shipment(
+pub(crate) async fn cancel_shipment(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,
@@ -163,7 +163,7 @@ pub async fn cancel_shipment(
 }
 
 /// Rates the merchant's delivered shipment, once, 1 to 10.
-pub async fn rate_shipment(
+pub(crate) async fn rate_shipment(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,
@@ -183,7 +183,7 @@ pub async fn rate_shipment(
 /// Makes a new six-digit confirmation code for the merchant's shipment,
 /// replacing any earlier one; it lasts [`confirmation::CODE_TTL`]. Not a
 /// change of the shipment: no version, no delivery.
-pub async fn generate_confirmation_code(
+pub(crate) async fn generate_confirmation_code(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,
@@ -216,7 +216,7 @@ pub async fn generate_confirmation_code(
 
 /// Assigns (or reassigns) one of the courier's drivers; the same driver
 /// again changes nothing.
-pub async fn assign_driver(
+pub(crate) async fn assign_driver(
     state: &AppState,
     courier_id: CourierId,
     code: &ShipmentCode,
@@ -243,7 +243,7 @@ pub async fn assign_driver(
 
 /// A courier operation that needs nothing but the code (unassign, pickup,
 /// return).
-pub async fn courier_operation(
+pub(crate) async fn courier_operation(
     state: &AppState,
     courier_id: CourierId,
     code: &ShipmentCode,
@@ -256,7 +256,7 @@ pub async fn courier_operation(
 }
 
 /// Records a failed delivery attempt with its reason.
-pub async fn fail_shipment(
+pub(crate) async fn fail_shipment(
     state: &AppState,
     courier_id: CourierId,
     code: &ShipmentCode,
@@ -272,7 +272,7 @@ pub async fn fail_shipment(
 }
 
 /// Delivers, with the confirmation code when the merchant generated one.
-pub async fn deliver_shipment(
+pub(crate) async fn deliver_shipment(
     state: &AppState,
     courier_id: CourierId,
     code: &ShipmentCode,

@@ -20,11 +20,11 @@ use crate::store::Store;
 /// reads by code (docs/src/appendix/benchmarks-history.md,
 /// "One `Arc` per request, mimalloc, anonymous parameters"). A clone of this is one count.
 #[derive(Clone)]
-pub struct AppState(Arc<Shared>);
+pub(crate) struct AppState(Arc<Shared>);
 
 impl AppState {
     /// The handle to `shared`.
-    pub fn new(shared: Shared) -> AppState {
+    pub(crate) fn new(shared: Shared) -> AppState {
         AppState(Arc::new(shared))
     }
 }
@@ -38,7 +38,7 @@ impl std::ops::Deref for AppState {
 }
 
 /// The state every handler shares, set once when the server starts.
-pub struct Shared {
+pub(crate) struct Shared {
     /// The database.
     pub store: Store,
     /// Which keys this server takes.
@@ -80,7 +80,7 @@ pub struct Shared {
 
 impl Shared {
     /// The state of a server.
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         environment: Environment,
         request_timeout: Duration,
@@ -108,7 +108,7 @@ impl Shared {
     }
 
     /// `staging` or `production`.
-    pub fn environment_name(&self) -> &'static str {
+    pub(crate) fn environment_name(&self) -> &'static str {
         match self.environment {
             Environment::Staging => "staging",
             Environment::Production => "production",

@@ -19,7 +19,7 @@ use crate::store::webhooks::{DeliveryRecord, WebhookInfo};
 use crate::webhooks::guard;
 
 /// Prefix of signing keys.
-pub const SIGNING_KEY_PREFIX: &str = "whsec_";
+pub(crate) const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 fn view(w: WebhookInfo) -> Webhook {
     Webhook::new(WebhookId::new(w.id), w.url, w.active, w.created_at)
@@ -54,7 +54,10 @@ pub(crate) fn new_signing_key(state: &AppState) -> (keys::Secret, String) {
 }
 
 /// The merchant's webhooks.
-pub async fn list_webhooks(state: &AppState, merchant_id: MerchantId) -> Result<Vec<Webhook>> {
+pub(crate) async fn list_webhooks(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<Vec<Webhook>> {
     let data = state.store.webhooks(merchant_id).await?;
     Ok(data.into_iter().map(view).collect())
 }
@@ -62,7 +65,11 @@ pub async fn list_webhooks(state: &AppState, merchant_id: MerchantId) -> Result<
 /// Checks a webhook target: a [`WebhookUrl`] (HTTPS, no credentials),
 /// and (unless private targets are allowed) a host that resolves to a
 /// public address.
-pub async fn check_webhook_url(state: &AppState, field: &str, raw: &str) -> Result<WebhookUrl> {
+pub(crate) async fn check_webhook_url(
+    state: &AppState,
+    field: &str,
+    raw: &str,
+) -> Result<WebhookUrl> {
     let url = webhook_url(field, raw)?;
     check_target(state, field, &url).await?;
     Ok(url)
@@ -71,7 +78,7 @@ pub async fn check_webhook_url(state: &AppState, field: &str, raw: &str) -> Resu
 /// Refuses a target the server may not deliver to, with one message
 /// whatever the reason (the guard logs it): telling "does not resolve"
 /// from "private" would let a merchant probe internal names.
-pub async fn check_target(state: &AppState, field: &str, url: &WebhookUrl) -> Result<()> {
+pub(crate) async fn check_target(state: &AppState, field: &str, url: &WebhookUrl) -> Result<()> {
     guard::check_target(url.as_url(), state.allow_private_webhook_targets)
         .await
         .map_err(|why| {
@@ -82,7 +89,7 @@ pub async fn check_target(state: &AppState, field: &str, url: &WebhookUrl) -> Re
 /// Registers a webhook for the merchant after checking its URL; returns it
 /// with its signing key (shown once; stored sealed). A URL the merchant
 /// has already registered is 409 `webhook_url_taken`.
-pub async fn register_webhook(
+pub(crate) async fn register_webhook(
     state: &AppState,
     merchant_id: MerchantId,
     url: &str,
@@ -101,7 +108,7 @@ pub async fn register_webhook(
 }
 
 /// Switches one of the merchant's webhooks on or off.
-pub async fn set_webhook_active(
+pub(crate) async fn set_webhook_active(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -116,7 +123,7 @@ pub async fn set_webhook_active(
 }
 
 /// Deletes one of the merchant's webhooks.
-pub async fn delete_webhook(
+pub(crate) async fn delete_webhook(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -129,7 +136,7 @@ pub async fn delete_webhook(
 }
 
 /// One of the merchant's webhooks, by id.
-pub async fn get_webhook(
+pub(crate) async fn get_webhook(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -143,13 +150,13 @@ pub async fn get_webhook(
 }
 
 /// The merchant has no webhook with the id asked for.
-pub fn no_such_webhook() -> Error {
+pub(crate) fn no_such_webhook() -> Error {
     Error::NotFound("you have no webhook with this id".into())
 }
 
 /// One of the merchant's webhooks and a page of its delivery log, newest
 /// first; `None` when the merchant has no such webhook.
-pub async fn delivery_log(
+pub(crate) async fn delivery_log(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -176,7 +183,7 @@ pub async fn delivery_log(
 }
 
 /// Whether the merchant has a shipment signing key.
-pub async fn has_signing_key(state: &AppState, merchant_id: MerchantId) -> Result<bool> {
+pub(crate) async fn has_signing_key(state: &AppState, merchant_id: MerchantId) -> Result<bool> {
     Ok(state
         .store
         .shipment_signing_key(merchant_id)
@@ -186,7 +193,10 @@ pub async fn has_signing_key(state: &AppState, merchant_id: MerchantId) -> Resul
 
 /// Creates or replaces the merchant's shipment signing key; the new key
 /// is returned once (stored sealed) and the old one stops working.
-pub async fn rotate_signing_key(state: &AppState, merchant_id: MerchantId) -> Result<SigningKey> {
+pub(crate) async fn rotate_signing_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<SigningKey> {
     let (signing_key, sealed) = new_signing_key(state);
     let created_at = state
         .store
@@ -203,7 +213,7 @@ pub async fn rotate_signing_key(state: &AppState, merchant_id: MerchantId) -> Re
 /// the rest: changes whose redelivery is still waiting are skipped. The
 /// merchant's budget per minute (`--redeliveries-per-minute`) bounds it
 /// further.
-pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
+pub(crate) const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
 
 /// Sends delivery `delivery_id` of the merchant's webhook `id` again,
 /// through the outbox: the same snapshot (body bytes and version) to the
@@ -216,7 +226,7 @@ pub const MAX_REDELIVERIES_PER_CALL: u32 = 10_000;
 /// is refused ([`Error::RedeliveryWaiting`], naming it), and beyond the
 /// merchant's budget of redelivered changes per minute
 /// ([`Error::RedeliveryBudget`]).
-pub async fn redeliver(
+pub(crate) async fn redeliver(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -255,7 +265,7 @@ pub async fn redeliver(
 /// (not the limit of one call) left changes out, how long until it has
 /// room again (the answer's `Retry-After`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BulkQueued {
+pub(crate) struct BulkQueued {
     /// The answer's body.
     pub queued: RedeliveryQueued,
     /// Seconds until the budget has room again, when it cut the call.
@@ -271,7 +281,7 @@ pub struct BulkQueued {
 /// redelivery is still waiting are skipped, so calling again never queues
 /// one twice. When changes match and the budget has no room left at all:
 /// [`Error::RedeliveryBudget`].
-pub async fn redeliver_failures(
+pub(crate) async fn redeliver_failures(
     state: &AppState,
     merchant_id: MerchantId,
     id: WebhookId,
@@ -331,7 +341,7 @@ fn over_budget(budget: RedeliveryBudget, wait: std::time::Duration) -> Error {
 /// every attempt to each of its webhooks and to the shipment's own
 /// `webhook_url`, newest first. Not found when the code is none of the
 /// merchant's shipments (another merchant's is not told apart).
-pub async fn shipment_deliveries(
+pub(crate) async fn shipment_deliveries(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,

@@ -36,12 +36,12 @@ const COPY_JS: &str = include_str!("static/copy.js");
 
 /// `Content-Security-Policy` of every dashboard response: nothing inline,
 /// nothing from elsewhere, no framing, forms post only here.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; \
      base-uri 'none'; object-src 'none'";
 
 /// The dashboard's pages and static assets, to be merged at the root.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(overview::overview))
         .route("/login", get(auth::login_page).post(auth::sign_in))

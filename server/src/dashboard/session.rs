@@ -23,7 +23,7 @@ use crate::app::auth::{SESSION_TTL, Session, session_for_token};
 use crate::domain::keys;
 
 /// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "shipments_session";
+pub(super) const SESSION_COOKIE: &str = "shipments_session";
 /// Name of the sign-in form's CSRF cookie.
 const LOGIN_COOKIE: &str = "shipments_login";
 /// Name of the hidden CSRF field of every form.

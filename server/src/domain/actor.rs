@@ -6,7 +6,7 @@ use shipment_sdk::model::{CourierId, MerchantId};
 /// Who is acting on a shipment; a shipment is visible to its merchant and
 /// to its courier company.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Actor {
+pub(crate) enum Actor {
     /// A merchant, by id.
     Merchant(MerchantId),
     /// A courier company, by id.
@@ -16,7 +16,7 @@ pub enum Actor {
 impl Actor {
     /// Whether a shipment of this merchant and courier company is the
     /// actor's to see.
-    pub fn may_see(self, merchant_id: MerchantId, courier_id: CourierId) -> bool {
+    pub(crate) fn may_see(self, merchant_id: MerchantId, courier_id: CourierId) -> bool {
         match self {
             Actor::Merchant(id) => merchant_id == id,
             Actor::Courier(id) => courier_id == id,
@@ -25,7 +25,7 @@ impl Actor {
 
     /// The merchant's or the courier company's raw id, for a query that
     /// filters by the column [`Actor`]'s variant names.
-    pub fn raw_id(self) -> i64 {
+    pub(crate) fn raw_id(self) -> i64 {
         match self {
             Actor::Merchant(id) => id.get(),
             Actor::Courier(id) => id.get(),

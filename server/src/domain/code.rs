@@ -6,7 +6,7 @@ pub use shipment_sdk::model::ShipmentCode;
 
 /// A new random code: 8 symbols of 32, 40 bits of randomness (the store
 /// retries on the rare collision).
-pub fn generate() -> ShipmentCode {
+pub(crate) fn generate() -> ShipmentCode {
     let mut rng = rand::rng();
     ShipmentCode::from_symbols(std::array::from_fn(|_| rng.random_range(0..32)))
 }

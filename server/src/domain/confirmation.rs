@@ -8,13 +8,13 @@ use subtle::ConstantTimeEq;
 use super::keys;
 
 /// How long a confirmation code works.
-pub const CODE_TTL: Duration = Duration::hours(72);
+pub(crate) const CODE_TTL: Duration = Duration::hours(72);
 /// Wrong confirmation codes tolerated before the code is void.
-pub const MAX_ATTEMPTS: i64 = 5;
+pub(crate) const MAX_ATTEMPTS: i64 = 5;
 
 /// A generated code as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredCode {
+pub(crate) struct StoredCode {
     /// SHA-256 of the six digits ([`keys::digest`]).
     pub digest: String,
     /// When it stops working.
@@ -26,7 +26,7 @@ pub struct StoredCode {
 /// Why a delivery's code was refused, and whether the try counts against
 /// [`MAX_ATTEMPTS`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodeRefusal {
+pub(crate) struct CodeRefusal {
     /// A sentence for the courier.
     pub reason: &'static str,
     /// A wrong code counts; a void or expired one, or none at all, does not.
@@ -34,7 +34,7 @@ pub struct CodeRefusal {
 }
 
 /// Whether the code a courier `provided` at `at` lets the delivery go on.
-pub fn check(
+pub(crate) fn check(
     stored: &StoredCode,
     provided: Option<&str>,
     at: DateTime<Utc>,

@@ -5,7 +5,7 @@
 /// surrounding white space trimmed and every letter lowercased (Unicode, not
 /// only ASCII): `"  Zoë@Example.COM "` is `"zoë@example.com"` (the tests
 /// below hold it).
-pub fn normalize(raw: &str) -> String {
+pub(crate) fn normalize(raw: &str) -> String {
     raw.trim().to_lowercase()
 }
 

@@ -88,7 +88,7 @@ pub fn to_minor_units(amount: Decimal) -> Option<i64> {
 }
 
 /// Converts minor units back to an amount with two decimal places.
-pub fn from_minor_units(minor: i64) -> Decimal {
+pub(crate) fn from_minor_units(minor: i64) -> Decimal {
     Decimal::new(minor, 2)
 }
 

@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /// Random characters after the prefix (32 × log2(62) ≈ 190 bits).
-pub const SECRET_LEN: usize = 32;
+pub(crate) const SECRET_LEN: usize = 32;
 
 /// Which deployment a server is, and so which keys it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl KeyKind {
     }
 }
 
-pub use shipment_sdk::model::Secret;
+pub(crate) use shipment_sdk::model::Secret;
 
 /// `prefix` followed by [`SECRET_LEN`] random base62 characters.
 pub fn random_token(prefix: &str) -> Secret {
@@ -83,7 +83,7 @@ pub fn generate(kind: KeyKind, env: Environment) -> Secret {
 
 /// What a presented key string claims to be, if it is well formed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyShape {
+pub(crate) struct KeyShape {
     /// Merchant or courier.
     pub kind: KeyKind,
     /// The environment named by its prefix.
@@ -91,7 +91,7 @@ pub struct KeyShape {
 }
 
 /// Checks the shape of a key string: `sk_`/`ck_`, `test_`/`live_`, 32 base62.
-pub fn shape(key: &str) -> Option<KeyShape> {
+pub(crate) fn shape(key: &str) -> Option<KeyShape> {
     let (kind, rest) = if let Some(rest) = key.strip_prefix("sk_") {
         (KeyKind::Merchant, rest)
     } else {
@@ -107,23 +107,23 @@ pub fn shape(key: &str) -> Option<KeyShape> {
 }
 
 /// Prefix of webhook signing keys (`whsec_` and [`SECRET_LEN`] base62).
-pub const SIGNING_KEY_PREFIX: &str = "whsec_";
+pub(crate) const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 /// Whether `key` has the shape of a webhook signing key: `whsec_` followed
 /// by [`SECRET_LEN`] base62 characters, as the server makes them.
-pub fn is_signing_key(key: &str) -> bool {
+pub(crate) fn is_signing_key(key: &str) -> bool {
     key.strip_prefix(SIGNING_KEY_PREFIX).is_some_and(|secret| {
         secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric())
     })
 }
 
 /// Hex SHA-256 of a high-entropy secret: what is stored instead of it.
-pub fn digest(secret: &str) -> String {
+pub(crate) fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
 /// The last four characters, shown so a person can tell keys apart.
-pub fn last4(secret: &str) -> String {
+pub(crate) fn last4(secret: &str) -> String {
     secret[secret.len().saturating_sub(4)..].to_owned()
 }
 

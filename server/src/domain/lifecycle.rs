@@ -60,7 +60,7 @@ impl Operation {
 
 /// What an allowed operation does to the status.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The status becomes this one (it may be the same, as for a driver
     /// re-assignment, which is still a change).
     MoveTo(Status),
@@ -82,7 +82,7 @@ pub struct InvalidState {
 }
 
 /// Decides what `operation` does to a shipment in `status`.
-pub fn apply(status: &Status, operation: Operation) -> Result<Outcome, InvalidState> {
+pub(crate) fn apply(status: &Status, operation: Operation) -> Result<Outcome, InvalidState> {
     use Operation as Op;
     use Status as S;
     let outcome = match (status, operation) {
@@ -117,7 +117,11 @@ pub fn apply(status: &Status, operation: Operation) -> Result<Outcome, InvalidSt
 /// the status, stamps the matching `*_at` (and takes the driver off when it
 /// goes back to the courier). `Ok(false)` when nothing changes. Version and
 /// `updated_at` are the store's: it sets them when it writes a change.
-pub fn change(shipment: &mut Shipment, op: Operation, at: DateTime<Utc>) -> Result<bool, Refusal> {
+pub(crate) fn change(
+    shipment: &mut Shipment,
+    op: Operation,
+    at: DateTime<Utc>,
+) -> Result<bool, Refusal> {
     let to = match apply(&shipment.status, op)? {
         Outcome::MoveTo(to) => to,
         Outcome::Annotate => return Ok(true),
@@ -144,7 +148,11 @@ pub fn change(shipment: &mut Shipment, op: Operation, at: DateTime<Utc>) -> Resu
 }
 
 /// Rates a delivered shipment, once: "rate once, only when delivered".
-pub fn rate(shipment: &mut Shipment, rating: u8, at: DateTime<Utc>) -> Result<bool, Refusal> {
+pub(crate) fn rate(
+    shipment: &mut Shipment,
+    rating: u8,
+    at: DateTime<Utc>,
+) -> Result<bool, Refusal> {
     change(shipment, Operation::Rate, at)?;
     if shipment.rating.is_some() {
         return Err(Refusal::AlreadyRated);
@@ -161,7 +169,7 @@ pub fn rate(shipment: &mut Shipment, rating: u8, at: DateTime<Utc>) -> Result<bo
 /// same. Re-assigning a driver, rating and confirmation codes move nothing
 /// and are never part of it. `Some(vec![])` when the shipment is there
 /// already, `None` when no path leads there (from a final state, say).
-pub fn path(from: &Status, to: &Status) -> Option<Vec<Operation>> {
+pub(crate) fn path(from: &Status, to: &Status) -> Option<Vec<Operation>> {
     if from == to {
         return Some(Vec::new());
     }

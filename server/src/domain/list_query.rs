@@ -7,7 +7,7 @@ use shipment_sdk::model::{CourierId, Status};
 use super::field::FieldError;
 
 /// Default `page_size`.
-pub const DEFAULT_PAGE_SIZE: u32 = 20;
+pub(crate) const DEFAULT_PAGE_SIZE: u32 = 20;
 /// Largest `page_size` accepted.
 pub const MAX_PAGE_SIZE: u32 = 100;
 /// Largest `page` accepted; keeps `OFFSET` arithmetic far from overflow.
@@ -143,7 +143,7 @@ fn bounded(name: &str, value: &str, min: u32, max: u32) -> Result<u32, FieldErro
 
 /// RFC 3339 (`2026-11-21T09:30:12Z`, any offset) or a date (`2026-11-21`,
 /// meaning its first instant in UTC).
-pub fn instant(name: &str, value: &str) -> Result<DateTime<Utc>, FieldError> {
+pub(crate) fn instant(name: &str, value: &str) -> Result<DateTime<Utc>, FieldError> {
     if let Ok(t) = DateTime::parse_from_rfc3339(value) {
         return Ok(t.with_timezone(&Utc));
     }

@@ -1,20 +1,20 @@
 //! Pure logic: the state machine, fees, codes, keys and input validation.
 //! Nothing here does I/O, so all of it is tested as plain functions.
 
-pub mod actor;
-pub mod code;
-pub mod confirmation;
-pub mod email;
-pub mod fee;
+pub(crate) mod actor;
+pub(crate) mod code;
+pub(crate) mod confirmation;
+pub(crate) mod email;
+pub(crate) mod fee;
 mod field;
 pub mod fixtures;
-pub mod ids;
-pub mod keys;
-pub mod lifecycle;
-pub mod list_query;
-pub mod net;
-pub mod sealed;
-pub mod validation;
+pub(crate) mod ids;
+pub(crate) mod keys;
+pub(crate) mod lifecycle;
+pub(crate) mod list_query;
+pub(crate) mod net;
+pub(crate) mod sealed;
+pub(crate) mod validation;
 
-pub use field::{FieldError, FieldErrorKind};
-pub use lifecycle::Refusal;
+pub(crate) use field::{FieldError, FieldErrorKind};
+pub(crate) use lifecycle::Refusal;

@@ -31,7 +31,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 ///   protocol assignments `2001::/23` (Teredo `2001::/32` among them; its
 ///   few anycast services are no webhook targets), documentation
 ///   `2001:db8::/32` and `3fff::/20`.
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => is_public_v6(v6),

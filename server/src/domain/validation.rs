@@ -10,21 +10,21 @@ use shipment_sdk::model::{CourierId, CreateShipment, WebhookUrl};
 use super::field::FieldError;
 
 /// Longest `description`, in characters.
-pub const MAX_DESCRIPTION: usize = 2000;
+pub(crate) const MAX_DESCRIPTION: usize = 2000;
 /// Longest `dimensions` and item label, in characters.
-pub const MAX_SHORT_TEXT: usize = 200;
+pub(crate) const MAX_SHORT_TEXT: usize = 200;
 /// Longest address, in characters.
-pub const MAX_ADDRESS: usize = 500;
+pub(crate) const MAX_ADDRESS: usize = 500;
 /// Most items on one shipment.
-pub const MAX_ITEMS: usize = 100;
+pub(crate) const MAX_ITEMS: usize = 100;
 /// Heaviest shipment, in kilograms.
-pub const MAX_WEIGHT_KG: i64 = 100_000;
+pub(crate) const MAX_WEIGHT_KG: i64 = 100_000;
 /// Decimal places kept of `weight_kg`: grams. Finer digits are rounded
 /// (half to even) rather than refused, since clients computing weights in
 /// binary floating point send values such as `0.30000000000000004`; and
 /// rounded they are, because the wire carries numbers as JSON floats, which
 /// could not give back the 28 digits a `Decimal` can hold.
-pub const WEIGHT_DECIMALS: u32 = 3;
+pub(crate) const WEIGHT_DECIMALS: u32 = 3;
 
 /// A create request that passed every check.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,19 +129,19 @@ fn text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>
 /// character C1 forms such as U+009B) would let one account rewrite
 /// another's terminal, so none is let in. Tab and newline are text; NUL
 /// is among the refused (PostgreSQL's `text` cannot hold it anyway).
-pub fn is_refused_control(c: char) -> bool {
+pub(crate) fn is_refused_control(c: char) -> bool {
     matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
 }
 
 /// What [`is_refused_control`] refuses, in words, for messages.
-pub const CONTROL_CHARACTERS: &str =
+pub(crate) const CONTROL_CHARACTERS: &str =
     "control characters (U+0000 to U+001F except tab and newline, U+007F to U+009F)";
 
 /// The first character of `value` that [`is_refused_control`] refuses,
 /// described by its code point and position (`U+001B at character 3`):
 /// never the character itself, which a terminal showing the message would
 /// obey.
-pub fn control_character(value: &str) -> Option<String> {
+pub(crate) fn control_character(value: &str) -> Option<String> {
     let (at, c) = value
         .chars()
         .enumerate()
@@ -152,7 +152,7 @@ pub fn control_character(value: &str) -> Option<String> {
 /// Refuses `value` when it holds a control character
 /// ([`is_refused_control`]): `invalid_field` naming `field` and the first
 /// such character ([`control_character`]).
-pub fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError> {
+pub(crate) fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError> {
     match control_character(value) {
         None => Ok(()),
         Some(found) => Err(FieldError::invalid(
@@ -166,18 +166,18 @@ pub fn no_control_characters(field: &str, value: &str) -> Result<(), FieldError>
 /// credentials or fragment, at most [`WebhookUrl::MAX_LEN`] bytes, normalised), or a
 /// refusal that says what is wrong. Whether the host is public is for
 /// `webhooks::guard` to say.
-pub fn webhook_url(field: &str, raw: &str) -> Result<WebhookUrl, FieldError> {
+pub(crate) fn webhook_url(field: &str, raw: &str) -> Result<WebhookUrl, FieldError> {
     WebhookUrl::parse(raw)
         .map_err(|e| FieldError::invalid(field, format!("`{field}` cannot be used: {e}")))
 }
 
 /// Longest driver name and failure reason, in characters.
-pub const MAX_TEXT: usize = 500;
+pub(crate) const MAX_TEXT: usize = 500;
 
 /// A courier's free text (a driver's name, a failure's reason): trimmed,
 /// 1 to [`MAX_TEXT`] characters, no control characters
 /// ([`no_control_characters`]).
-pub fn courier_text(field: &str, value: &str) -> Result<String, FieldError> {
+pub(crate) fn courier_text(field: &str, value: &str) -> Result<String, FieldError> {
     // Checked as sent, before trimming: `\r` at an end is refused too, as
     // the OpenAPI document's pattern says.
     no_control_characters(field, value)?;

@@ -14,18 +14,18 @@ use crate::app::auth::{self, KeyHolder, KeyOwnerId, KeyRefused};
 use crate::domain::keys::KeyKind;
 
 /// Header carrying merchant and courier keys.
-pub const API_KEY_HEADER: &str = "x-api-key";
+pub(crate) const API_KEY_HEADER: &str = "x-api-key";
 
 /// A JSON body, parsed strictly: wrong content type, malformed JSON, missing,
 /// unknown and mistyped fields each get their own problem code and name the
 /// field.
 #[derive(Debug)]
-pub struct ApiJson<T>(pub T);
+pub(crate) struct ApiJson<T>(pub T);
 
 /// Like [`ApiJson`], but an empty body is `None` (operations whose body is
 /// optional, such as deliver).
 #[derive(Debug)]
-pub struct MaybeJson<T>(pub Option<T>);
+pub(crate) struct MaybeJson<T>(pub Option<T>);
 
 fn is_json(headers: &HeaderMap) -> bool {
     let Some(ct) = headers
@@ -255,7 +255,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
 
 /// The `:code` path segment, checked to be a well-formed shipment code.
 #[derive(Debug)]
-pub struct CodePath(pub ShipmentCode);
+pub(crate) struct CodePath(pub ShipmentCode);
 
 impl<S: Send + Sync> FromRequestParts<S> for CodePath {
     type Rejection = ApiError;
@@ -274,14 +274,14 @@ impl<S: Send + Sync> FromRequestParts<S> for CodePath {
 
 /// A merchant authenticated by its API key (`X-API-KEY: sk_…`).
 #[derive(Debug, Clone, Copy)]
-pub struct Merchant {
+pub(crate) struct Merchant {
     /// The merchant's id.
     pub id: MerchantId,
 }
 
 /// A courier company authenticated by its key (`X-API-KEY: ck_…`).
 #[derive(Debug, Clone, Copy)]
-pub struct Courier {
+pub(crate) struct Courier {
     /// The courier company's id.
     pub id: CourierId,
 }

@@ -28,7 +28,7 @@ use crate::domain::ids::EventId;
 /// A comment is sent this often on a quiet stream, so proxies and the
 /// server's own idle time-out (60 s) see a live connection, and a listener
 /// notices a dead one.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(super) fn router() -> Router<AppState> {
     Router::new().route("/webhooks/listen", get(listen)).route(

@@ -17,22 +17,22 @@ use crate::app::AppState;
 pub(crate) mod api_keys;
 pub(crate) mod auth;
 mod courier_side;
-pub mod error;
-pub mod extract;
+pub(crate) mod error;
+pub(crate) mod extract;
 mod health;
 mod listen;
 mod merchant_couriers;
-pub mod openapi;
+pub(crate) mod openapi;
 mod params;
 pub(crate) mod shipments;
 mod testing;
 pub(crate) mod webhooks;
 
-pub use error::ApiError;
+pub(crate) use error::ApiError;
 
-pub use crate::config::MAX_BODY_BYTES;
+pub(crate) use crate::config::MAX_BODY_BYTES;
 /// Header carrying the request id, echoed when the caller sends one.
-pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 /// Longest caller-supplied request id kept; longer ones are replaced.
 const MAX_REQUEST_ID: usize = 128;
 

@@ -188,7 +188,7 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
                                           elsewhere they answer 404."),
     )
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// The document as JSON, pretty-printed the way `openapi.json` is committed.
 pub fn document_json() -> String {
@@ -200,6 +200,6 @@ pub fn document_json() -> String {
 }
 
 /// `GET /api/v1/openapi.json`.
-pub async fn serve() -> impl IntoResponse {
+pub(crate) async fn serve() -> impl IntoResponse {
     Json(ApiDoc::openapi())
 }

@@ -10,7 +10,7 @@ use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder, response::Response
 use utoipa::{IntoResponses, PartialSchema, ToSchema};
 
 /// The problem responses any operation may give.
-pub struct Problems;
+pub(super) struct Problems;
 
 impl IntoResponses for Problems {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
@@ -64,7 +64,7 @@ impl IntoResponses for Problems {
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[expect(dead_code, reason = "described in the document, never built")]
-pub struct ListParams {
+pub(super) struct ListParams {
     /// Page, from 1
     #[param(minimum = 1, maximum = 1000000)]
     page: Option<u32>,
@@ -91,7 +91,7 @@ pub struct ListParams {
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[expect(dead_code, reason = "described in the document, never built")]
-pub struct PageParams {
+pub(super) struct PageParams {
     /// Page, from 1
     #[param(minimum = 1, maximum = 1000000)]
     page: Option<u32>,
@@ -104,7 +104,7 @@ pub struct PageParams {
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
 #[expect(dead_code, reason = "described in the document, never built")]
-pub struct CodeParam {
+pub(super) struct CodeParam {
     /// Shipment code: `SHP-` and two groups of four of 0-9 and A-Z without I, L, O, U
     #[param(
         pattern = "^SHP-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$",
@@ -117,7 +117,7 @@ pub struct CodeParam {
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
 #[expect(dead_code, reason = "described in the document, never built")]
-pub struct IdParam {
+pub(super) struct IdParam {
     /// Its id
     #[param(minimum = 1)]
     id: i64,
@@ -125,7 +125,7 @@ pub struct IdParam {
 
 /// The `Idempotent-Replayed` response header of a replayed create: the
 /// server sends it only on a replay, always as `true`.
-pub struct IdempotentReplayed;
+pub(super) struct IdempotentReplayed;
 
 impl PartialSchema for IdempotentReplayed {
     fn schema() -> RefOr<Schema> {

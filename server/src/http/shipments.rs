@@ -18,7 +18,7 @@ use crate::app::{Actor, AppState};
 use crate::domain::list_query::ListQuery;
 
 /// Header naming a create's idempotency key.
-pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+pub(crate) const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/shipments", post(create_shipment).get(list_shipments))

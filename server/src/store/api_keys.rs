@@ -41,7 +41,7 @@ fn find_key_sql(kind: KeyKind) -> &'static str {
 
 /// Who a presented key belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
-pub struct KeyOwner {
+pub(crate) struct KeyOwner {
     /// The key's row id.
     pub key_id: i64,
     /// The merchant or courier company id.

@@ -20,7 +20,7 @@ const DELETE_SESSION_AND_ANNOUNCE: &str = "WITH gone AS \
 /// A live dashboard session as stored (the app layer's `Session` is what a
 /// request carries).
 #[derive(Debug, Clone, Copy, sqlx::FromRow)]
-pub struct SessionRow {
+pub(crate) struct SessionRow {
     /// The session's id.
     pub id: i64,
     /// Whose session it is.

@@ -18,7 +18,7 @@ const DRIVERS: &str = "SELECT id, courier_company_id, name, created_at FROM driv
 
 /// A courier company's prices, as declared fixtures compare them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
-pub struct CourierFees {
+pub(crate) struct CourierFees {
     /// The company.
     pub id: i64,
     /// Fixed part of the fee, in minor units.

@@ -9,7 +9,7 @@ use crate::domain::ids::{EventId, SessionId};
 
 /// A sealed signing key and when it was made.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct SealedKey {
+pub(crate) struct SealedKey {
     /// The key, sealed with the data key.
     pub signing_key_encrypted: String,
     /// When it was made (the previous one stopped working then).
@@ -55,7 +55,7 @@ const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload, t
 
 /// The PostgreSQL channel on which a dispatcher announces the outbox rows
 /// it claimed, so every server process feeds its own listeners.
-pub const CLAIMED_CHANNEL: &str = "shipment_outbox_claimed";
+pub(crate) const CLAIMED_CHANNEL: &str = "shipment_outbox_claimed";
 const ANNOUNCE: &str = "SELECT pg_notify('shipment_outbox_claimed', $1)";
 /// PostgreSQL only: the ids come as the announcement's comma-separated text.
 const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payload, trace_parent \
@@ -67,12 +67,12 @@ const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payloa
 /// key, a dashboard session) is announced, in the deleting transaction, so
 /// every server process forgets it at once: its key cache, and the
 /// listener streams it opened ([`Revoked`]).
-pub const REVOKED_CHANNEL: &str = "shipment_credential_revoked";
+pub(crate) const REVOKED_CHANNEL: &str = "shipment_credential_revoked";
 
 /// What a credential is, by its row id: what a listener's stream was
 /// opened with, and what a deletion revokes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Credential {
+pub(crate) enum Credential {
     /// A merchant API key (`X-API-KEY`), by its id.
     ApiKey(ApiKeyId),
     /// A dashboard session (`Authorization: Bearer`), by its id.

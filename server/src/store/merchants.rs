@@ -12,7 +12,7 @@ const CREATE_MERCHANT: &str = "INSERT INTO merchants (name, email, password_hash
 
 /// A merchant's account as declared fixtures compare it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Account {
+pub(crate) struct Account {
     /// The merchant's id.
     pub id: i64,
     /// Display name.
@@ -23,7 +23,7 @@ pub struct Account {
 
 /// A merchant as sign-in needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Login {
+pub(crate) struct Login {
     /// The merchant's id.
     pub merchant_id: i64,
     /// The argon2id PHC string.

@@ -34,19 +34,20 @@
 //! microseconds in Rust ([`now`]) so both engines store exactly what the
 //! API shows.
 
-pub mod api_keys;
-pub mod auth;
-pub mod couriers;
+pub(crate) mod api_keys;
+pub(crate) mod auth;
+pub(crate) mod couriers;
 pub(crate) mod engine;
-pub mod error;
-pub mod handle;
-pub mod listen;
-pub mod merchants;
-pub mod outbox;
-pub mod shipments;
-pub mod webhooks;
+pub(crate) mod error;
+pub(crate) mod handle;
+pub(crate) mod listen;
+pub(crate) mod merchants;
+pub(crate) mod outbox;
+pub(crate) mod shipments;
+pub(crate) mod webhooks;
 
-pub use engine::{Backend, Pool, PoolSettings, Tx, now};
+pub(crate) use engine::{Backend, Tx, now};
+pub use engine::{Pool, PoolSettings};
 pub use error::StoreError;
 pub use handle::Store;
 

@@ -20,7 +20,7 @@ mod budget;
 mod finished;
 
 pub use budget::RedeliveryBudget;
-pub use finished::Attempt;
+pub(crate) use finished::Attempt;
 
 use finished::{Finished, Logged};
 
@@ -170,7 +170,7 @@ impl OutboxRow {
 
 /// Where one change goes.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Target {
+pub(crate) struct Target {
     /// The registered webhook, or `None` for the shipment's own `webhook_url`.
     pub webhook_id: Option<i64>,
     /// The URL to POST to.

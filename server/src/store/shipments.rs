@@ -26,13 +26,13 @@ use crate::domain::validation::NewShipment;
 
 pub(crate) mod by_code;
 mod list;
-pub mod record;
+pub(crate) mod record;
 
-pub use list::{PageRow, RowVersion};
-pub use record::ShipmentRecord;
+pub(crate) use list::{PageRow, RowVersion};
+pub(crate) use record::ShipmentRecord;
 
 /// How long an `Idempotency-Key` is remembered.
-pub const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
+pub(crate) const IDEMPOTENCY_WINDOW: Duration = Duration::hours(24);
 /// A shipment's confirmation code, as deliver checks it.
 const CONFIRMATION_CODE: &str = "SELECT code_digest AS digest, expires_at, failed_attempts \
                                  FROM confirmation_codes WHERE shipment_id = $1";
@@ -88,7 +88,7 @@ struct CodeRow {
 
 /// What a create answers.
 #[derive(Debug)]
-pub enum CreateOutcome {
+pub(crate) enum CreateOutcome {
     /// A new shipment.
     Created(Box<Shipment>),
     /// The same `Idempotency-Key` and body were seen within
@@ -98,11 +98,11 @@ pub enum CreateOutcome {
 
 /// A create's `Idempotency-Key` was used before with another body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyReused;
+pub(crate) struct KeyReused;
 
 /// Result of a change to an existing shipment.
 #[derive(Debug)]
-pub enum Change<T = Shipment> {
+pub(crate) enum Change<T = Shipment> {
     /// No shipment has this code.
     NotFound,
     /// The caller may not, or the shipment cannot.

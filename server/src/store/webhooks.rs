@@ -20,7 +20,7 @@ const SHIPMENT_SIGNING_KEY: &str =
 /// A registered webhook with its sealed signing key, as declared fixtures
 /// compare it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct SealedWebhook {
+pub(crate) struct SealedWebhook {
     /// The webhook's id.
     pub id: i64,
     /// Whether deliveries go to it.

@@ -15,12 +15,12 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use crate::domain::net::is_public;
 
 /// The one message for every host a webhook may not use.
-pub const UNUSABLE_HOST: &str = "its host does not resolve to a public internet address";
+pub(crate) const UNUSABLE_HOST: &str = "its host does not resolve to a public internet address";
 
 /// A webhook target the server may not deliver to. It displays as
 /// [`UNUSABLE_HOST`] whatever the reason, which is logged instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnusableHost;
+pub(crate) struct UnusableHost;
 
 impl fmt::Display for UnusableHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -35,7 +35,7 @@ impl std::error::Error for UnusableHost {}
 /// at connect time, so a name that changes to a private address after
 /// registration is still refused.
 #[derive(Debug, Clone, Copy)]
-pub struct PublicOnlyResolver {
+pub(crate) struct PublicOnlyResolver {
     /// `--allow-private-webhook-targets`: tests and local development.
     pub allow_private: bool,
 }
@@ -85,7 +85,7 @@ async fn usable_addrs(host: &str, allow_private: bool) -> Result<Vec<SocketAddr>
 
 /// Refuses a URL whose host is an IP literal that is not public (the
 /// resolver never sees those). Names are left to [`PublicOnlyResolver`].
-pub fn check_literal(url: &url::Url, allow_private: bool) -> Result<(), UnusableHost> {
+pub(crate) fn check_literal(url: &url::Url, allow_private: bool) -> Result<(), UnusableHost> {
     let ip: IpAddr = match url.host() {
         Some(url::Host::Ipv4(v4)) => v4.into(),
         Some(url::Host::Ipv6(v6)) => v6.into(),
@@ -100,7 +100,7 @@ pub fn check_literal(url: &url::Url, allow_private: bool) -> Result<(), Unusable
 
 /// The registration-time check: the URL's host must resolve, and to at
 /// least one public address (unless private targets are allowed).
-pub async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), UnusableHost> {
+pub(crate) async fn check_target(url: &url::Url, allow_private: bool) -> Result<(), UnusableHost> {
     check_literal(url, allow_private)?;
     // Names are resolved only to find private addresses behind them; when
     // those are allowed there is nothing to find (and a name that does not

@@ -42,12 +42,12 @@ pub(crate) enum News {
 /// as its credential: deleting the key or ending the session ends it, so a
 /// leaked key cannot go on reading every change (nor hold the merchant's
 /// listener slots) after it was revoked.
-pub use crate::store::listen::Credential;
+pub(crate) use crate::store::listen::Credential;
 
 /// What remembers credentials besides the listener streams (the key cache,
 /// handed to [`relay`] by the server): told of every revocation made
 /// through any server process sharing the PostgreSQL database.
-pub trait ForgetRevoked: Send + Sync + 'static {
+pub(crate) trait ForgetRevoked: Send + Sync + 'static {
     /// Forgets a credential whose deletion committed (in any process).
     fn forget(&self, revoked: Revoked);
     /// Forgets every credential: revocations may have gone unheard (the
@@ -182,7 +182,7 @@ impl Listeners {
 /// reconnecting listener's `Last-Event-ID` catch-up still finds them), and
 /// since revocations may have gone unheard too, `keys` forgets every
 /// credential each time the relay starts listening.
-pub async fn relay(
+pub(crate) async fn relay(
     store: Store,
     listeners: Listeners,
     keys: Arc<dyn ForgetRevoked>,
@@ -261,7 +261,7 @@ impl Subscription {
     /// must end: the server is stopping, the listener signing key was
     /// replaced, the stream's credential was revoked, or the listener fell
     /// [`BUFFER`] events behind.
-    pub async fn next(&mut self) -> Option<Arc<ListenerRow>> {
+    pub(crate) async fn next(&mut self) -> Option<Arc<ListenerRow>> {
         loop {
             if *self.closed.borrow() {
                 return None;

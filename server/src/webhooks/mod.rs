@@ -19,14 +19,15 @@ use crate::domain::sealed::DataKey;
 use crate::store::outbox::{Attempt, OutboxRow, Target};
 use crate::store::{Store, StoreError};
 
-pub mod guard;
-pub mod listeners;
+pub(crate) mod guard;
+pub(crate) mod listeners;
 
 /// Header naming a delivery, unique per change and target, so a receiver can
 /// spot a repeat after a dispatcher crash.
-pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
+pub(crate) const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
 /// The `User-Agent` of deliveries.
-pub const USER_AGENT: &str = concat!("shipment-server/", env!("CARGO_PKG_VERSION"), " (webhooks)");
+pub(crate) const USER_AGENT: &str =
+    concat!("shipment-server/", env!("CARGO_PKG_VERSION"), " (webhooks)");
 
 /// The first pause before a failed finishing write is tried again.
 const FINISH_BACKOFF_MIN: Duration = Duration::from_millis(100);

@@ -14,29 +14,29 @@ use crate::app::error::Error;
 use crate::domain::FieldError;
 
 /// Most requests one fault may catch.
-pub const MAX_TIMES: u32 = 1000;
+pub(crate) const MAX_TIMES: u32 = 1000;
 /// Longest delay of a fault, in milliseconds.
-pub const MAX_DELAY_MS: u32 = 60_000;
+pub(crate) const MAX_DELAY_MS: u32 = 60_000;
 /// Largest `retry_after` of a fault, in seconds.
-pub const MAX_RETRY_AFTER: u32 = 86_400;
+pub(crate) const MAX_RETRY_AFTER: u32 = 86_400;
 /// Most faults one merchant may have armed at once.
-pub const MAX_FAULTS: usize = 100;
+pub(super) const MAX_FAULTS: usize = 100;
 /// Longest `path` of a fault, in bytes.
-pub const MAX_PATH: usize = 2048;
+pub(crate) const MAX_PATH: usize = 2048;
 /// The statuses a fault may answer with.
-pub const FAULT_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
+pub(crate) const FAULT_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
 /// The name of the driver made for a courier company that has none when a
 /// shipment is advanced past `assigned_to_courier`.
-pub const TEST_DRIVER: &str = "Test driver";
+pub(crate) const TEST_DRIVER: &str = "Test driver";
 /// The reason a shipment advanced to `failed` carries.
-pub const FAILURE_REASON: &str = "test";
+pub(crate) const FAILURE_REASON: &str = "test";
 
 /// Body of `POST /testing/faults`: which of the merchant's next requests
 /// to catch, and what to do to them. Exactly one of `status`, `delay_ms`
 /// and `drop_connection: true`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ArmFault {
+pub(crate) struct ArmFault {
     /// The HTTP method of the requests to catch (case-insensitive).
     #[schema(
         example = "POST",
@@ -87,7 +87,7 @@ fn fault_status() -> utoipa::openapi::Object {
 
 /// An armed fault, as `POST /testing/faults` answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct Fault {
+pub(crate) struct Fault {
     /// Its number in this server process.
     #[schema(example = 1)]
     pub id: u64,
@@ -114,7 +114,7 @@ pub struct Fault {
 
 /// What a caught request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultAction {
+pub(crate) enum FaultAction {
     /// This status instead of running the request.
     Answer {
         /// 429, 500, 502, 503 or 504.
@@ -148,7 +148,7 @@ impl Fault {
 /// Body and answer of `POST /testing/webhooks/duplicates`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DuplicateDeliveries {
+pub(crate) struct DuplicateDeliveries {
     /// How many of the merchant's next deliveries to send twice, 0 (none)
     /// to 1000; replaces the count still pending.
     #[schema(example = 1, minimum = 0, maximum = 1000)]
@@ -158,7 +158,7 @@ pub struct DuplicateDeliveries {
 /// Body of `POST /testing/shipments/{code}/advance`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AdvanceShipment {
+pub(crate) struct AdvanceShipment {
     /// The state to move the shipment to.
     #[schema(example = "delivered")]
     pub to: Status,
@@ -208,14 +208,14 @@ impl From<FieldError> for TestingError {
 }
 
 /// The outcome of a test control.
-pub type Result<T, E = TestingError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = TestingError> = std::result::Result<T, E>;
 
 /// The armed faults and pending duplicate deliveries of every merchant, in
 /// this process's memory. One per server, shared by the HTTP layer (which
 /// arms faults and asks for them per request) and the webhook dispatcher
 /// (which asks per delivery whether to send it twice).
 #[derive(Debug, Default)]
-pub struct TestControls {
+pub(crate) struct TestControls {
     state: Mutex<Armed>,
     /// Faults armed over all merchants, so requests pay nothing (not even
     /// authentication) while there are none.
@@ -239,7 +239,7 @@ impl TestControls {
     }
 
     /// Whether any merchant has a fault armed.
-    pub fn any_faults(&self) -> bool {
+    pub(crate) fn any_faults(&self) -> bool {
         self.faults_armed.load(Ordering::Acquire) > 0
     }
 
@@ -247,7 +247,7 @@ impl TestControls {
     /// that matches the request, atomically: of two requests racing for the
     /// last use, one gets it. A `drop_connection` fault only matches when
     /// the request's connection can be dropped (`can_drop`).
-    pub fn take_fault(
+    pub(crate) fn take_fault(
         &self,
         merchant_id: MerchantId,
         method: &str,
@@ -319,7 +319,7 @@ impl TestControls {
     /// Whether the next delivery of this merchant is to be sent twice;
     /// takes one from the count if so (asked by the dispatcher, through
     /// [`crate::webhooks::Duplicates`]).
-    pub fn take_duplicate(&self, merchant_id: MerchantId) -> bool {
+    pub(crate) fn take_duplicate(&self, merchant_id: MerchantId) -> bool {
         if self.duplicates_armed.load(Ordering::Acquire) == 0 {
             return false;
         }

@@ -38,23 +38,23 @@ use crate::domain::keys;
 use crate::store::merchants::{MerchantDeletion, RemovedRows};
 
 /// Longest merchant name accepted, in characters.
-pub const MAX_MERCHANT_NAME: usize = 100;
+pub(crate) const MAX_MERCHANT_NAME: usize = 100;
 /// Most webhook URLs one new merchant may register.
-pub const MAX_WEBHOOK_URLS: usize = 10;
+pub(crate) const MAX_WEBHOOK_URLS: usize = 10;
 /// Most courier companies one new merchant may be linked to.
-pub const MAX_COURIER_COMPANIES: usize = 20;
+pub(crate) const MAX_COURIER_COMPANIES: usize = 20;
 /// How long a deletion waits for the merchant's deliveries in flight.
-pub const DELETE_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const DELETE_WAIT: Duration = Duration::from_secs(10);
 /// Why a deletion of another merchant's id (or of no merchant's) is 404.
 const NOT_YOURS: &str = "no merchant of yours has this id: a merchant's key deletes only that \
                          merchant";
 /// The name of a merchant made without one.
-pub const DEFAULT_NAME: &str = "Test merchant";
+pub(crate) const DEFAULT_NAME: &str = "Test merchant";
 
 /// Body of `POST /testing/merchants`; every field may be left out.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NewMerchant {
+pub(crate) struct NewMerchant {
     /// Display name (trimmed; at most 100 characters); "Test merchant"
     /// when absent or empty.
     #[schema(example = "checkout tests #7")]
@@ -71,7 +71,7 @@ pub struct NewMerchant {
 
 /// A webhook registered for a new test merchant.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct TestWebhook {
+pub(crate) struct TestWebhook {
     /// The webhook's id.
     #[schema(value_type = i64)]
     pub webhook_id: WebhookId,
@@ -84,7 +84,7 @@ pub struct TestWebhook {
 /// Everything a test needs of its fresh merchant. Secrets are shown this
 /// once.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct TestMerchant {
+pub(crate) struct TestMerchant {
     /// The merchant's id (the `{id}` of its deletion).
     #[schema(value_type = i64)]
     pub merchant_id: MerchantId,
@@ -110,7 +110,7 @@ pub struct TestMerchant {
 
 /// The rows a deletion removed, per kind, and the in-memory state dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct RemovedCounts {
+pub(crate) struct RemovedCounts {
     /// Shipments.
     pub shipments: u64,
     /// Their pending confirmation codes.
@@ -141,7 +141,7 @@ pub struct RemovedCounts {
 
 /// The answer to `DELETE /testing/merchants/{id}`.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct DeletedMerchant {
+pub(crate) struct DeletedMerchant {
     /// The merchant deleted.
     #[schema(value_type = i64)]
     pub merchant_id: MerchantId,
@@ -233,7 +233,7 @@ async fn check(
 /// password, the courier companies linked (the caller's unless the body
 /// names some), a courier key and a driver of the first of them, and a
 /// webhook per URL of the body.
-pub async fn create_test_merchant(
+pub(crate) async fn create_test_merchant(
     state: &AppState,
     caller: MerchantId,
     request: NewMerchant,
@@ -301,7 +301,7 @@ pub async fn create_test_merchant(
 /// merchant's id is not found, as for any resource of another merchant)
 /// and everything it owns; see the module documentation for what it
 /// decides about courier companies, deliveries in flight and listeners.
-pub async fn delete_test_merchant(
+pub(crate) async fn delete_test_merchant(
     state: &AppState,
     caller: MerchantId,
     id: MerchantId,

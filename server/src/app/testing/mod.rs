@@ -12,7 +12,7 @@
 //! made with everything a test needs, deleted with everything it owns.
 
 mod controls;
-pub mod merchants;
+pub(crate) mod merchants;
 
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
@@ -21,7 +21,7 @@ use crate::domain::FieldError;
 use crate::domain::lifecycle::{self, Operation};
 
 /// Most requests one fault may catch.
-pub use controls::{
+pub(crate) use controls::{
     AdvanceShipment, ArmFault, DuplicateDeliveries, FAILURE_REASON, FAULT_STATUSES, Fault,
     FaultAction, MAX_DELAY_MS, MAX_PATH, MAX_RETRY_AFTER, MAX_TIMES, Result, TEST_DRIVER,
     TestControls, TestingError,
@@ -32,7 +32,7 @@ fn controls(state: &AppState) -> Result<&TestControls> {
 }
 
 /// Checks a fault's body and arms it for the merchant.
-pub async fn arm_fault(
+pub(crate) async fn arm_fault(
     state: &AppState,
     merchant_id: MerchantId,
     request: ArmFault,
@@ -43,13 +43,13 @@ pub async fn arm_fault(
 }
 
 /// Disarms every fault of the merchant.
-pub async fn disarm_faults(state: &AppState, merchant_id: MerchantId) -> Result<()> {
+pub(crate) async fn disarm_faults(state: &AppState, merchant_id: MerchantId) -> Result<()> {
     controls(state)?.disarm(merchant_id);
     Ok(())
 }
 
 /// Sends each of the merchant's next `times` deliveries twice.
-pub async fn duplicate_deliveries(
+pub(crate) async fn duplicate_deliveries(
     state: &AppState,
     merchant_id: MerchantId,
     request: DuplicateDeliveries,
@@ -176,7 +176,7 @@ fn parse_fault(r: ArmFault) -> Result<Fault, FieldError> {
 /// assigned (one named [`TEST_DRIVER`] is made if it has none), delivery
 /// skips the confirmation code, and a failure's reason is
 /// [`FAILURE_REASON`]. Already there: the shipment, unchanged.
-pub async fn advance_shipment(
+pub(crate) async fn advance_shipment(
     state: &AppState,
     merchant_id: MerchantId,
     code: &ShipmentCode,

@@ -25,6 +25,6 @@ impl Backend {
 }
 
 /// Now, at the precision both engines keep (microseconds).
-pub fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }

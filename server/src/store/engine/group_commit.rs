@@ -40,16 +40,16 @@ use crate::store::error::StoreError;
 /// Most writes committed together; bounds how long the first of a group
 /// waits for the last, and how many rows of one kind a commit writes
 /// (see [`AtCommit`]).
-pub const MAX_GROUP: usize = 64;
+pub(crate) const MAX_GROUP: usize = 64;
 
 /// Groups committed at once on PostgreSQL, each on a connection of its
 /// own: a PostgreSQL statement is a round trip to another process, and one
 /// committer alone leaves the database idle between them. (SQLite has one:
 /// it lets one writer in at a time anyway.)
-pub const POSTGRES_COMMITTERS: usize = 4;
+pub(crate) const POSTGRES_COMMITTERS: usize = 4;
 
 /// Attempts of a write that meets passing conflicts.
-pub const ATTEMPTS: usize = 8;
+pub(crate) const ATTEMPTS: usize = 8;
 
 /// The queue to the committer tasks (see [`Lanes`]), which hold the
 /// [`Db`], not the store's handle.

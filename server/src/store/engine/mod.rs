@@ -53,11 +53,12 @@ pub(crate) mod reach;
 pub(crate) mod reads;
 mod tx;
 
-pub use backend::{Backend, now};
+pub(crate) use backend::{Backend, now};
 pub(crate) use db::Db;
-pub use db::{Pool, PoolSettings, PoolUsage};
+pub(crate) use db::PoolUsage;
+pub use db::{Pool, PoolSettings};
 pub(crate) use group_commit::{ATTEMPTS, MAX_GROUP};
 pub(crate) use query::{PaddedIn, Sql, multi_row};
 pub(crate) use reads::{ReadMany, Reads};
 pub(crate) use tx::AtCommit;
-pub use tx::Tx;
+pub(crate) use tx::Tx;

@@ -18,7 +18,7 @@ use crate::store::{StoreError, Tx, now};
 
 /// What one attempt produced, for the delivery log.
 #[derive(Debug, Clone)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     /// The HTTP status, when an answer came.
     pub status_code: Option<u16>,
     /// Why it failed, when it did (a status of 400 or more, a time-out, a

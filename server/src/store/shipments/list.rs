@@ -28,7 +28,7 @@ use crate::store::{Backend, Store, StoreError};
 /// A row of a page: which shipment, and which version of it (a shipment's
 /// `version` goes up with every change written to its row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::FromRow)]
-pub struct RowVersion {
+pub(crate) struct RowVersion {
     /// The shipment's id.
     pub id: i64,
     /// Its version when the page was read.
@@ -37,7 +37,7 @@ pub struct RowVersion {
 
 /// A row of a page, as [`Store::list_shipments`] gives it.
 #[derive(Debug)]
-pub enum PageRow<T> {
+pub(crate) enum PageRow<T> {
     /// What the caller holds for this row at the page's version.
     Held(T),
     /// A row the caller does not hold, read (its version may be newer than
@@ -61,7 +61,7 @@ enum Paged<T> {
 /// columns, where for `SELECT *` it passes skipped rows on untouched (9.4
 /// against 6.9 ms at offset 50,000; docs/src/appendix/benchmarks-history.md,
 /// "List rows remembered by version").
-pub fn page_reads_whole_rows(backend: Backend) -> bool {
+pub(super) fn page_reads_whole_rows(backend: Backend) -> bool {
     match backend {
         Backend::Sqlite => false,
         Backend::Postgres => true,

@@ -18,7 +18,7 @@ use crate::store::error::StoreError;
 /// with `SELECT *` and `RETURNING *`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 #[allow(missing_docs)]
-pub struct ShipmentRecord {
+pub(crate) struct ShipmentRecord {
     pub id: i64,
     pub code: String,
     pub merchant_id: i64,
