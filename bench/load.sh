@@ -11,7 +11,8 @@
 # courier; filtered by creation date; and each request another page, random
 # among the 1,000), and /healthz (the ceiling: no database). The filters
 # match every shipment, so the exact total counts all 100,000.
-# Prints wrk's report for each. Settings: DURATION (default 15s),
+# Prints wrk's report for each, and the server's CPU time per request.
+# Settings: DURATION (default 15s),
 # CONNECTIONS (32), THREADS (1; the machine has 2 cores and wrk shares them),
 # ONLY (a space-separated subset of: healthz code codes list pages courier
 # dates post;
@@ -121,11 +122,22 @@ request = function()
 end
 LUA
 
+# The server process's CPU time so far (user + system), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
+
 run() {
   local which="$1" name="$2"; shift 2
   [[ " $ONLY " == *" $which "* ]] || return 0
   echo; echo "=== $name ($backend, $DURATION, $CONNECTIONS connections)"
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$@" | grep -E "Requests/sec|Latency +|^ +(50|99)%|Non-2xx|Socket errors"
+  local before report
+  before=$(cpu_ticks)
+  report=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$@")
+  grep -E "Requests/sec|Latency +|^ +(50|99)%|Non-2xx|Socket errors" <<<"$report"
+  # CPU the server spent per request: steadier than requests per second
+  # when the machine's speed varies between runs (the database's own
+  # processes are not counted).
+  awk -v ticks="$(($(cpu_ticks) - before))" -v hz="$(getconf CLK_TCK)" \
+    '/requests in/ { printf "  server CPU per request: %.1f us\n", ticks / hz * 1e6 / $1 }' <<<"$report"
 }
 run healthz "GET /healthz (ceiling)" "http://127.0.0.1:$PORT/healthz"
 run code "GET /shipments/:code" -H "X-API-KEY: $key" "$base/shipments/SHP-B005-0000"
