@@ -38,6 +38,9 @@ struct Exported {
     parent_span_id: String,
     name: String,
     attributes: HashMap<String, Value>,
+    /// Start and end, in nanoseconds since the Unix epoch.
+    start: u64,
+    end: u64,
 }
 
 /// The spans received so far, from every request the exporter made.
@@ -141,7 +144,11 @@ fn decode(request: &Value) -> Option<Vec<Exported>> {
                         Some((key, value))
                     })
                     .collect();
+                // OTLP's JSON mapping writes 64-bit integers as strings.
+                let nanos = |key: &str| text(key).parse().unwrap_or_default();
                 out.push(Exported {
+                    start: nanos("startTimeUnixNano"),
+                    end: nanos("endTimeUnixNano"),
                     trace_id: text("traceId"),
                     span_id: text("spanId"),
                     parent_span_id: text("parentSpanId"),
@@ -291,7 +298,83 @@ async fn a_create_and_its_delivery_share_one_trace(db: Db) {
     let (listened_trace, listened_span, _) = parse_traceparent(listened);
     assert_eq!(listened_trace, trace_id);
     assert_eq!(listened_span, delivery_span.parent_span_id);
+
+    // The picture of the trace in the book (docs/src/sdk.md) is this one,
+    // drawn from what the receiver decoded:
+    // `SHIPMENT_TRACE_SVG=$PWD/docs/src/trace.svg cargo test -p e2e --test trace`.
+    if let Ok(path) = std::env::var("SHIPMENT_TRACE_SVG")
+        && db == Db::Sqlite
+    {
+        let delivered = spans_of(&trace_id, spans.len()).await;
+        std::fs::write(path, waterfall(&delivered)).expect("the picture is written");
+    }
     server.stop().await;
+}
+
+/// A waterfall of `spans` as SVG: one row per span, under its parent,
+/// a bar from its start to its end on one time scale.
+fn waterfall(spans: &[Exported]) -> String {
+    // Depth-first from the root, children in the order they started.
+    fn walk<'a>(
+        spans: &'a [Exported],
+        parent: &str,
+        depth: usize,
+        out: &mut Vec<(usize, &'a Exported)>,
+    ) {
+        let mut children: Vec<&Exported> = spans
+            .iter()
+            .filter(|s| s.parent_span_id == parent)
+            .collect();
+        children.sort_by_key(|s| s.start);
+        for child in children {
+            out.push((depth, child));
+            walk(spans, &child.span_id, depth + 1, out);
+        }
+    }
+    let mut rows = Vec::new();
+    walk(spans, "", 0, &mut rows);
+    let first = spans.iter().map(|s| s.start).min().unwrap_or_default();
+    let last = spans.iter().map(|s| s.end).max().unwrap_or_default();
+    let total = last.saturating_sub(first).max(1) as f64;
+    let (label_width, bar_width, row_height) = (330.0, 520.0, 24.0);
+    let height = row_height * (rows.len() as f64 + 2.0);
+    let x = |t: u64| label_width + bar_width * (t.saturating_sub(first) as f64 / total);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"8\" y=\"16\" font-weight=\"bold\">trace {trace}… ({ms:.1} ms)</text>\n",
+        w = label_width + bar_width + 70.0,
+        trace = spans
+            .first()
+            .map_or("", |s| s.trace_id.get(..8).unwrap_or_default()),
+        ms = total / 1e6,
+    );
+    for (i, (depth, span)) in rows.iter().enumerate() {
+        let y = row_height * (i as f64 + 1.0) + 6.0;
+        let who = match span.name.as_str() {
+            "checkout" => ("the merchant's service", "#7b61ff"),
+            n if n.starts_with("POST ") => ("shipment-sdk", "#2f80ed"),
+            "webhook.delivery" => ("shipment-server, dispatcher", "#eb5757"),
+            _ => ("shipment-server", "#27ae60"),
+        };
+        let (start, end) = (x(span.start), x(span.end).max(x(span.start) + 2.0));
+        let name = span.name.replace('&', "&amp;").replace('<', "&lt;");
+        svg.push_str(&format!(
+            "<text x=\"{lx}\" y=\"{ty}\">{name} <tspan fill=\"#777\">({who})</tspan></text>\n\
+             <rect x=\"{start:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"14\" fill=\"{color}\"/>\n\
+             <text x=\"{after:.1}\" y=\"{ty}\" fill=\"#555\">{ms:.2} ms</text>\n",
+            lx = 8.0 + 14.0 * *depth as f64,
+            ty = y + 11.0,
+            who = who.0,
+            color = who.1,
+            w = end - start,
+            after = end + 4.0,
+            ms = span.end.saturating_sub(span.start) as f64 / 1e6,
+        ));
+    }
+    svg.push_str("</svg>\n");
+    svg
 }
 
 db_tests!(db; a_create_and_its_delivery_share_one_trace);
