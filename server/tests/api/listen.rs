@@ -19,7 +19,7 @@ db_tests!(
 );
 
 /// The next change on `stream`, within 10 s.
-async fn next(stream: &mut ListenerStream) -> ListenerEvent {
+pub(crate) async fn next(stream: &mut ListenerStream) -> ListenerEvent {
     tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
         .expect("a change within 10 s")

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_sdk::{ListenerEvent, ListenerStream};
-use shipment_testkit::{TestApp, db_tests, send};
+use shipment_testkit::{Fixture, TestApp, db_tests, send};
 
+use crate::listen::next;
 use crate::receiver::{Received, Receiver};
 
 db_tests!(
@@ -48,31 +48,25 @@ fn code_of(r: &Received) -> String {
     body["code"].as_str().unwrap().to_owned()
 }
 
-async fn next(stream: &mut ListenerStream) -> ListenerEvent {
-    tokio::time::timeout(Duration::from_secs(10), stream.next())
-        .await
-        .expect("a change within 10 s")
-        .expect("the stream stays open")
-        .expect("a well-formed change")
-}
-
-/// Registers a webhook at `url` for the merchant signed in as `token`.
-async fn register(app: &TestApp, token: &str, url: &str) -> i64 {
-    let (status, hook) = send(
-        app.bearer(Method::POST, "/webhooks", token)
-            .json(&json!({ "url": url })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{hook}");
-    hook["webhook_id"].as_i64().unwrap()
-}
-
-async fn a_callers_trace_reaches_its_deliveries_and_listener_events(app: &TestApp) {
+/// A merchant with a webhook to a receiver answering 200: the receiver,
+/// the merchant, its dashboard token and the webhook's id.
+async fn merchant_with_webhook(app: &TestApp) -> (Receiver, Fixture, String, i64) {
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
     let f = app.fixture_with_login().await;
     let (email, password) = f.credentials();
     let token = app.login(&email, &password).await;
-    register(app, &token, &receiver.url).await;
+    let (status, hook) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": receiver.url })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{hook}");
+    let hook = hook["webhook_id"].as_i64().unwrap();
+    (receiver, f, token, hook)
+}
+
+async fn a_callers_trace_reaches_its_deliveries_and_listener_events(app: &TestApp) {
+    let (receiver, f, _, _) = merchant_with_webhook(app).await;
     let mut stream = app.sdk(&f.key).listener().connect(None).await.unwrap();
 
     let traced = traceparent(1);
@@ -127,11 +121,7 @@ async fn a_callers_trace_reaches_its_deliveries_and_listener_events(app: &TestAp
 /// `INSERT` for all): each outbox row must still carry the trace of the
 /// request that asked for its shipment, not of another in the group.
 async fn creates_in_one_group_commit_keep_their_own_traces(app: &TestApp) {
-    let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let f = app.fixture_with_login().await;
-    let (email, password) = f.credentials();
-    let token = app.login(&email, &password).await;
-    register(app, &token, &receiver.url).await;
+    let (receiver, f, _, _) = merchant_with_webhook(app).await;
 
     let (key, courier) = (f.key.as_str(), f.courier_id);
     let creates = (1..=24).map(|n| async move {
@@ -155,11 +145,7 @@ async fn creates_in_one_group_commit_keep_their_own_traces(app: &TestApp) {
 }
 
 async fn a_redelivery_continues_the_trace_that_asked_for_it(app: &TestApp) {
-    let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
-    let f = app.fixture_with_login().await;
-    let (email, password) = f.credentials();
-    let token = app.login(&email, &password).await;
-    let hook = register(app, &token, &receiver.url).await;
+    let (receiver, f, token, hook) = merchant_with_webhook(app).await;
     create_traced(app, &f.key, f.courier_id, Some(&traceparent(7))).await;
     receiver.wait_for(1).await;
     let delivery = loop {
