@@ -1,7 +1,7 @@
 //! The cost `verify` adds to a bare HMAC, measured so that a busy machine
 //! does not decide the answer.
 //!
-//! Run with: cargo bench -p webhook-verify --bench overhead
+//! Run with: cargo bench -p shipment-webhook-verify --bench overhead
 //!
 //! Criterion (`benches/verify.rs`) measures one function after the other, so
 //! load from other processes that comes and goes between them shows up as a

@@ -1,6 +1,6 @@
 //! Verifying a delivery against a bare HMAC-SHA256 of the same body.
 //!
-//! Run with: cargo bench -p webhook-verify --bench verify
+//! Run with: cargo bench -p shipment-webhook-verify --bench verify
 //!
 //! `bare_hmac` is the floor: key setup, the MAC over the body, finalize, and
 //! nothing else. `verify` adds parsing the header and the constant-time
