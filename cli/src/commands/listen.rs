@@ -13,20 +13,19 @@
 //! can test, `--ready-file` says when the stream is connected, and
 //! `--record` keeps every delivery for [`replay`](super::replay).
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use shipment_sdk::model::{ListenerDelivery, ShipmentCode, SigningKey};
+use shipment_sdk::model::{ShipmentCode, SigningKey};
 use shipment_sdk::{Listener, ListenerStream};
 
+use super::local_app::{Forwarded, local_client, local_url, post, shipment_status, write_line};
+use super::recording::{Filter, Recorder};
 use crate::cli::ListenArgs;
-use crate::error::{FAILURE, Failure, Surface, UNAVAILABLE, root_cause};
+use crate::error::{FAILURE, Failure, Surface, UNAVAILABLE};
 use crate::output::{self, Format};
-use crate::{Ctx, USER_AGENT, note};
+use crate::{Ctx, note};
 
 /// First pause before reconnecting; doubled after each attempt that did
 /// not give a healthy stream.
@@ -38,13 +37,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// event alone does not count, or a service that ends every stream right
 /// after it would be reconnected to in a tight loop.
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
-
-/// The header that names a delivery, as the service's webhook deliveries
-/// carry it.
-pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
-/// The W3C Trace Context header a forwarded delivery carries when its
-/// change was made in a trace, as the service's webhook deliveries do.
-pub const TRACEPARENT_HEADER: &str = "traceparent";
 
 /// The credential the stream is opened with: the API key if the profile
 /// has one, else the dashboard session (both see the same merchant).
@@ -79,127 +71,6 @@ impl Credential {
             Credential::Key(_) => Failure::sdk(e, Surface::Shipments),
             Credential::Session(_) => Failure::sdk(e, Surface::Webhooks),
         }
-    }
-}
-
-/// Which changes are forwarded and printed: `--status` and `--code`, each
-/// any of its values, both when both are given. Empty lets all through.
-#[derive(Debug, Default)]
-pub struct Filter {
-    /// The statuses let through.
-    pub statuses: Vec<String>,
-    /// The shipments let through.
-    pub codes: Vec<ShipmentCode>,
-}
-
-impl Filter {
-    /// Whether a change of shipment `code` to `status` passes.
-    pub fn matches(&self, code: &str, status: Option<&str>) -> bool {
-        (self.codes.is_empty() || self.codes.iter().any(|c| c.as_str() == code))
-            && (self.statuses.is_empty()
-                || status.is_some_and(|s| self.statuses.iter().any(|f| f == s)))
-    }
-}
-
-/// One received delivery as `--record` appends it and `shipctl replay`
-/// reads it: one JSON object per line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Recorded {
-    /// The delivery's id (`dlv_<change>_l`).
-    pub delivery_id: String,
-    /// When `listen` received it.
-    pub received_at: DateTime<Utc>,
-    /// The shipment that changed.
-    pub shipment_code: String,
-    /// Its version after the change.
-    pub version: i64,
-    /// The headers a receiver checks, as they were sent.
-    pub headers: RecordedHeaders,
-    /// The body, exactly (JSON-escaped in the file, so byte for byte).
-    pub body: String,
-}
-
-/// The signature headers of a recorded delivery, under their HTTP names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedHeaders {
-    /// `X-Service-Signature`: `sha256=<hex>` of the body under the listener
-    /// signing key of the time.
-    #[serde(rename = "X-Service-Signature")]
-    pub signature: String,
-    /// `X-Service-Delivery-Id`: what a receiver removes duplicates by.
-    #[serde(rename = "X-Service-Delivery-Id")]
-    pub delivery_id: String,
-    /// `traceparent`: the W3C trace the change was made in, when it was
-    /// made in one (absent from older recordings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traceparent: Option<String>,
-}
-
-impl Recorded {
-    fn of(delivery: &ListenerDelivery) -> Recorded {
-        Recorded {
-            delivery_id: delivery.delivery_id.clone(),
-            received_at: Utc::now(),
-            shipment_code: delivery.shipment_code.clone(),
-            version: delivery.version,
-            headers: RecordedHeaders {
-                signature: delivery.signature.clone(),
-                delivery_id: delivery.delivery_id.clone(),
-                traceparent: delivery.traceparent.clone(),
-            },
-            body: delivery.body.clone(),
-        }
-    }
-
-    /// The delivery to POST again: its recorded headers and body.
-    pub fn delivery(&self) -> ListenerDelivery {
-        ListenerDelivery::new(
-            self.headers.delivery_id.clone(),
-            self.shipment_code.clone(),
-            self.version,
-            self.headers.signature.clone(),
-            self.body.clone(),
-        )
-        .with_traceparent(self.headers.traceparent.clone())
-    }
-}
-
-/// `--record FILE`, opened for appending.
-struct Recorder {
-    path: PathBuf,
-    file: File,
-}
-
-impl Recorder {
-    /// Opens (or creates) the file at the start, so a path that cannot be
-    /// written is a usage error before anything is received. Bodies carry
-    /// addresses and names: a new file is readable by its owner only.
-    fn open(path: &Path) -> Result<Recorder, Failure> {
-        let mut options = OpenOptions::new();
-        options.append(true).create(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options
-            .open(path)
-            .map_err(|e| Failure::usage(format!("cannot open --record {}: {e}", path.display())))?;
-        Ok(Recorder {
-            path: path.to_owned(),
-            file,
-        })
-    }
-
-    /// Appends one line, in one write (the file is not buffered: a line is
-    /// on disk before the delivery is forwarded).
-    fn append(&mut self, delivery: &ListenerDelivery) -> Result<(), Failure> {
-        let mut line = serde_json::to_vec(&Recorded::of(delivery))
-            .map_err(|e| Failure::new(FAILURE, format!("cannot encode a delivery: {e}")))?;
-        line.push(b'\n');
-        self.file.write_all(&line).map_err(|e| {
-            Failure::new(
-                FAILURE,
-                format!("cannot append to --record {}: {e}", self.path.display()),
-            )
-        })
     }
 }
 
@@ -452,30 +323,6 @@ async fn until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// The client that POSTs to the local app: no redirect followed (the body
-/// and signature go to the address given only).
-pub fn local_client(timeout: Duration, skip_verify: bool) -> Result<reqwest::Client, Failure> {
-    reqwest::Client::builder()
-        .user_agent(USER_AGENT)
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .danger_accept_invalid_certs(skip_verify)
-        .build()
-        .map_err(|e| Failure::new(FAILURE, format!("cannot make the HTTP client: {e}")))
-}
-
-/// Checks the `--forward-to` address: an absolute http(s) URL.
-pub fn local_url(raw: &str) -> Result<reqwest::Url, Failure> {
-    let url = reqwest::Url::parse(raw)
-        .map_err(|e| Failure::usage(format!("--forward-to `{raw}` is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(Failure::usage(format!(
-            "--forward-to `{raw}` must be an http:// or https:// address"
-        )));
-    }
-    Ok(url)
-}
-
 /// Connects, forwards every delivery, and reconnects when the stream ends
 /// or breaks, after a pause that doubles while streams stay unhealthy;
 /// returns when a waiting condition is met, or on an error that
@@ -643,253 +490,9 @@ async fn relay(
     })
 }
 
-/// One line of output per delivery.
-#[derive(Debug, Serialize)]
-pub struct Forwarded<'a> {
-    time: DateTime<Utc>,
-    delivery_id: &'a str,
-    shipment_code: &'a str,
-    version: i64,
-    status: Option<String>,
-    /// The local app's HTTP status, when it answered.
-    response_status: Option<u16>,
-    /// Why the local POST failed: no connection, a time-out, or a status
-    /// of 400 or more.
-    pub error: Option<String>,
-    /// Where a redirect (3xx) of the local app pointed: shown, never
-    /// followed (the body and signature go to `--forward-to` only).
-    location: Option<String>,
-    /// How long the local POST took; `None` when printing only.
-    duration_ms: Option<u64>,
-}
-
-impl<'a> Forwarded<'a> {
-    /// The line of a delivery printed without `--forward-to`.
-    fn printed(delivery: &'a ListenerDelivery, status: Option<String>) -> Forwarded<'a> {
-        Forwarded {
-            time: Utc::now(),
-            delivery_id: &delivery.delivery_id,
-            shipment_code: &delivery.shipment_code,
-            version: delivery.version,
-            status,
-            response_status: None,
-            error: None,
-            location: None,
-            duration_ms: None,
-        }
-    }
-}
-
-/// Prints a line as `--output` says, and flushes it (a script reads it at
-/// once).
-pub fn write_line(
-    out: &mut dyn Write,
-    format: Format,
-    line: &Forwarded<'_>,
-) -> Result<(), Failure> {
-    match format {
-        Format::Table => table_line(out, line)?,
-        Format::Json | Format::Ndjson => output::json_line(out, line)?,
-    }
-    out.flush()?;
-    Ok(())
-}
-
-/// POSTs one delivery to the local app, byte for byte, with the headers a
-/// webhook delivery carries (and its `traceparent`, when the change was
-/// made in a trace), and says how it went.
-pub async fn post<'a>(
-    http: &reqwest::Client,
-    target: &reqwest::Url,
-    delivery: &'a ListenerDelivery,
-    status: Option<String>,
-) -> Forwarded<'a> {
-    let started = Instant::now();
-    let mut request = http
-        .post(target.clone())
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(webhook_verify::SIGNATURE_HEADER, &delivery.signature)
-        .header(DELIVERY_ID_HEADER, &delivery.delivery_id);
-    // Only a value that is a valid header: a hand-edited recording must
-    // not make the request fail to build.
-    if let Some(traceparent) = delivery
-        .traceparent
-        .as_deref()
-        .and_then(|v| reqwest::header::HeaderValue::from_str(v).ok())
-    {
-        request = request.header(TRACEPARENT_HEADER, traceparent);
-    }
-    let sent = request.body(delivery.body.clone()).send().await;
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut location = None;
-    let (response_status, error) = match sent {
-        // Below 400 is delivered, as the service counts a webhook's answer.
-        Ok(response) if response.status().as_u16() < 400 => {
-            if response.status().is_redirection() {
-                location = Some(
-                    response
-                        .headers()
-                        .get(reqwest::header::LOCATION)
-                        .map_or_else(
-                            || "nowhere (no Location)".to_owned(),
-                            |l| String::from_utf8_lossy(l.as_bytes()).into_owned(),
-                        ),
-                );
-            }
-            (Some(response.status().as_u16()), None)
-        }
-        Ok(response) => {
-            let status = response.status().as_u16();
-            (
-                Some(status),
-                Some(format!("the local app answered {status}")),
-            )
-        }
-        Err(e) => (None, Some(describe(&e))),
-    };
-    Forwarded {
-        time: Utc::now(),
-        delivery_id: &delivery.delivery_id,
-        shipment_code: &delivery.shipment_code,
-        version: delivery.version,
-        status,
-        response_status,
-        error,
-        location,
-        duration_ms: Some(duration_ms),
-    }
-}
-
-/// The `status` of the shipment a body carries, for the line and the
-/// filters.
-pub fn shipment_status(body: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Status {
-        status: String,
-    }
-    serde_json::from_str::<Status>(body).ok().map(|s| s.status)
-}
-
-/// A local POST's failure in a few words (the innermost cause says most).
-fn describe(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "the local app did not answer in time".into();
-    }
-    let cause = root_cause(e);
-    if e.is_connect() {
-        format!("cannot connect: {cause}")
-    } else {
-        format!("failed: {cause}")
-    }
-}
-
-/// `2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3  delivered  -> 200  12 ms`,
-/// what the stream carried [escaped](output::escape); without the local
-/// answer when printing only.
-fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> {
-    let status = line.status.as_deref().unwrap_or("?");
-    let Some(duration_ms) = line.duration_ms else {
-        return writeln!(
-            out,
-            "{}  {}  v{:<3} {}",
-            output::short_time(&line.time),
-            output::escape(line.shipment_code),
-            line.version,
-            output::escape(status),
-        );
-    };
-    let outcome = match (&line.response_status, &line.error, &line.location) {
-        (Some(code), None, Some(to)) => format!("-> {code}, a redirect to {to} (not followed)"),
-        (Some(code), None, None) => format!("-> {code}"),
-        (_, Some(error), _) => format!("-> {error}"),
-        (None, None, _) => "->".to_owned(),
-    };
-    writeln!(
-        out,
-        "{}  {}  v{:<3} {:<19} {}  {} ms",
-        output::short_time(&line.time),
-        output::escape(line.shipment_code),
-        line.version,
-        output::escape(status),
-        output::escape(&outcome),
-        duration_ms
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_forward_address_must_be_http_or_https() {
-        assert!(local_url("http://localhost:3000/webhooks").is_ok());
-        assert!(local_url("https://127.0.0.1:8443/hooks").is_ok());
-        for bad in [
-            "localhost:3000",
-            "ftp://localhost/x",
-            "not a url",
-            "/webhooks",
-        ] {
-            assert!(local_url(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_line_shows_the_change_and_the_local_answer() {
-        let line = Forwarded {
-            time: "2026-11-24T09:31:02Z".parse().unwrap(),
-            delivery_id: "dlv_7_l",
-            shipment_code: "SHP-7K3M-Q9ZX",
-            version: 3,
-            status: shipment_status(r#"{"status":"delivered","code":"SHP-7K3M-Q9ZX"}"#),
-            response_status: Some(200),
-            error: None,
-            location: None,
-            duration_ms: Some(12),
-        };
-        let mut out = Vec::new();
-        table_line(&mut out, &line).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("SHP-7K3M-Q9ZX  v3"), "{text}");
-        assert!(text.contains("delivered"), "{text}");
-        assert!(text.contains("-> 200  12 ms"), "{text}");
-        assert_eq!(shipment_status("not json"), None);
-    }
-
-    #[test]
-    fn a_printed_line_has_no_local_answer() {
-        let delivery = ListenerDelivery::new(
-            "dlv_7_l",
-            "SHP-7K3M-Q9ZX",
-            3,
-            "sha256=00",
-            r#"{"status":"delivered"}"#,
-        );
-        let mut line = Forwarded::printed(&delivery, Some("delivered".into()));
-        line.time = "2026-11-24T09:31:02Z".parse().unwrap();
-        let mut out = Vec::new();
-        table_line(&mut out, &line).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(
-            text,
-            "2026-11-24 09:31:02Z  SHP-7K3M-Q9ZX  v3   delivered\n"
-        );
-    }
-
-    #[test]
-    fn filters_take_any_of_their_values_and_both_must_pass() {
-        let code: ShipmentCode = "SHP-7K3M-Q9ZX".parse().unwrap();
-        let all = Filter::default();
-        assert!(all.matches("SHP-0000-0000", None));
-        let filter = Filter {
-            statuses: vec!["delivered".into(), "cancelled".into()],
-            codes: vec![code],
-        };
-        assert!(filter.matches("SHP-7K3M-Q9ZX", Some("cancelled")));
-        assert!(!filter.matches("SHP-7K3M-Q9ZX", Some("in_transit")));
-        assert!(!filter.matches("SHP-0000-0000", Some("delivered")));
-        assert!(!filter.matches("SHP-7K3M-Q9ZX", None));
-    }
 
     #[test]
     fn a_wait_ends_at_its_status_or_its_count() {

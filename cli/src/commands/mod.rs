@@ -8,6 +8,8 @@ pub mod couriers;
 pub mod doctor;
 pub mod keys;
 pub mod listen;
+pub mod local_app;
+pub mod recording;
 pub mod replay;
 pub mod shipments;
 pub mod webhooks;

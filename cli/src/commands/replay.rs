@@ -11,35 +11,36 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::cli::ReplayArgs;
-use crate::commands::listen::{self, Filter, Recorded};
+use crate::commands::local_app;
+use crate::commands::recording::{Filter, Recorded};
 use crate::error::{FAILURE, Failure};
 use crate::note;
 use crate::output::Format;
 
 /// Runs `shipctl replay`.
 pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Result<(), Failure> {
-    let target = listen::local_url(&args.forward_to)?;
+    let target = local_app::local_url(&args.forward_to)?;
     // The whole file first: a bad line stops the replay before anything
     // is sent, rather than halfway through a sequence.
     let recorded = read(&args.file)?;
-    let http = listen::local_client(args.timeout, args.skip_verify)?;
+    let http = local_app::local_client(args.timeout, args.skip_verify)?;
     let filter = Filter {
         statuses: args.status,
         codes: args.code,
     };
     let (mut sent, mut refused) = (0_usize, 0_usize);
     for record in &recorded {
-        let status = listen::shipment_status(&record.body);
+        let status = local_app::shipment_status(&record.body);
         if !filter.matches(&record.shipment_code, status.as_deref()) {
             continue;
         }
         let delivery = record.delivery();
-        let line = listen::post(&http, &target, &delivery, status).await;
+        let line = local_app::post(&http, &target, &delivery, status).await;
         sent += 1;
         if line.error.is_some() {
             refused += 1;
         }
-        listen::write_line(out, format, &line)?;
+        local_app::write_line(out, format, &line)?;
     }
     note(format!(
         "Replayed {sent} of {} recorded deliveries to {target}",
