@@ -67,7 +67,7 @@ impl KeyKind {
 
 pub(crate) use shipment_sdk::model::Secret;
 
-/// `prefix` followed by [`SECRET_LEN`] random base62 characters.
+/// `prefix` followed by `SECRET_LEN` (32) random base62 characters.
 pub fn random_token(prefix: &str) -> Secret {
     let mut rng = rand::rng();
     let mut s = String::with_capacity(prefix.len() + SECRET_LEN);
