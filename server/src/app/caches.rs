@@ -85,18 +85,46 @@ pub(crate) const LISTED_MEMORY_TTL: Duration = Duration::from_secs(60);
 const LISTED_MEMORY_ENTRIES: usize = 10_000;
 
 /// Listed shipments by id and version.
-pub(crate) type ListedMemo = Memo<RowVersion, ListedShipment>;
-
-/// Forgets every listed shipment of `merchant_id` in `memo`: its rows are
-/// deleted (the test controls' merchant deletion), and on SQLite a new
-/// shipment may take a deleted one's id at the same first version.
-pub(crate) fn forget_listed_of(memo: &ListedMemo, merchant_id: MerchantId) {
-    memo.forget_where(|| {}, |_, listed| listed.merchant_id == merchant_id);
-}
+///
+/// Why it cannot go stale: an id and a version name one content for good,
+/// since every `UPDATE` of a shipment raises its version (the tests
+/// `every_update_of_a_shipment_sets_its_version` in `app/listed.rs` and
+/// `every_change_raises_the_version` in `server/tests/api/caches.rs` fail
+/// on one that does not). A deletion of rows must forget here, through a method of this
+/// type ([`ListedMemo::forget_merchant`]).
+#[derive(Debug)]
+pub(crate) struct ListedMemo(Memo<RowVersion, ListedShipment>);
 
 /// An empty [`ListedMemo`].
 pub(crate) fn listed_memo() -> ListedMemo {
-    Memo::new(LISTED_MEMORY_TTL, LISTED_MEMORY_ENTRIES)
+    ListedMemo(Memo::new(LISTED_MEMORY_TTL, LISTED_MEMORY_ENTRIES))
+}
+
+impl ListedMemo {
+    /// The shipments remembered for `rows`, in their order (`None` where
+    /// one is not).
+    pub(crate) fn get_each<'r>(
+        &self,
+        rows: impl IntoIterator<Item = &'r RowVersion>,
+    ) -> Vec<Option<ListedShipment>> {
+        self.0.get_each(rows)
+    }
+
+    /// Remembers shipments just read, each under the version read.
+    pub(crate) fn remember_each(
+        &self,
+        read: impl IntoIterator<Item = (RowVersion, ListedShipment)>,
+    ) {
+        self.0.remember_each(read);
+    }
+
+    /// Forgets every listed shipment of `merchant_id`: its rows are
+    /// deleted (the test controls' merchant deletion), and on SQLite a new
+    /// shipment may take a deleted one's id at the same first version.
+    pub(crate) fn forget_merchant(&self, merchant_id: MerchantId) {
+        self.0
+            .forget_where(|| {}, |_, listed| listed.merchant_id == merchant_id);
+    }
 }
 
 /// A shipment on a page, with its JSON written once: it serializes as that

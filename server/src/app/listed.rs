@@ -86,7 +86,7 @@ mod tests {
                     set.split(',').any(|a| a.trim().starts_with("version ="))
                 }
                 // The test controls' merchant deletion, whose use-case
-                // forgets the merchant's listed rows (`forget_listed_of`).
+                // forgets the merchant's listed rows (`ListedMemo::forget_merchant`).
                 Verb::Delete => {
                     write.file == "store/merchants.rs"
                         && write.sql == "DELETE FROM shipments WHERE merchant_id = $1"

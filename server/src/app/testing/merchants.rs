@@ -330,7 +330,7 @@ pub(crate) async fn delete_test_merchant(
     // added; this deletion removes links and shipments, whose ids SQLite
     // may give out again, so it makes them forget here, after the commit.
     state.pricing.forget_merchant(id);
-    crate::app::caches::forget_listed_of(&state.listed, id);
+    state.listed.forget_merchant(id);
     let (faults, duplicate_deliveries) = controls.forget_merchant(id);
     Ok(DeletedMerchant {
         merchant_id: id,
