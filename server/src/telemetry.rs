@@ -149,11 +149,23 @@ fn parse(value: &str) -> Option<SpanContext> {
     if !widths_right {
         return None;
     }
-    let mut headers = axum::http::HeaderMap::new();
-    headers.insert(TRACEPARENT, value.parse().ok()?);
-    let cx = TraceContextPropagator::new().extract(&Headers(&headers));
+    let cx = TraceContextPropagator::new().extract(&Traceparent(value));
     let sc = cx.span().span_context().clone();
     sc.is_valid().then_some(sc)
+}
+
+/// One `traceparent` value as the propagator reads headers, so a value
+/// already in hand needs no header map of its own.
+struct Traceparent<'a>(&'a str);
+
+impl Extractor for Traceparent<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        (key == TRACEPARENT).then_some(self.0)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec![TRACEPARENT]
+    }
 }
 
 /// The caller's `traceparent`, normalised, to pass on ([`with_caller`]):

@@ -305,8 +305,7 @@ async fn a_create_and_its_delivery_share_one_trace(db: Db) {
     if let Ok(path) = std::env::var("SHIPMENT_TRACE_SVG")
         && db == Db::Sqlite
     {
-        let delivered = spans_of(&trace_id, spans.len()).await;
-        std::fs::write(path, waterfall(&delivered)).expect("the picture is written");
+        std::fs::write(path, waterfall(&spans)).expect("the picture is written");
     }
     server.stop().await;
 }

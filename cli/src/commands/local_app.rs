@@ -149,15 +149,11 @@ pub async fn post<'a>(
         Err(e) => (None, Some(describe(&e))),
     };
     Forwarded {
-        time: Utc::now(),
-        delivery_id: &delivery.delivery_id,
-        shipment_code: &delivery.shipment_code,
-        version: delivery.version,
-        status,
         response_status,
         error,
         location,
         duration_ms: Some(duration_ms),
+        ..Forwarded::printed(delivery, status)
     }
 }
 
