@@ -1,7 +1,7 @@
 //! The store's handle: the pools and the queues the resources write and
 //! read through. Each resource file adds the statements of its own tables
-//! to it (`impl Store` in `shipments.rs`, `outbox.rs`, …); this file holds
-//! only what every resource shares.
+//! to it (`impl Store` in `shipments.rs`, `outbox/claim.rs`, …); this file
+//! holds only what every resource shares.
 
 use std::sync::Arc;
 

@@ -5,8 +5,9 @@
 //! - The resource files say what is read and written, as plain statements
 //!   on a transaction ([`Tx`]) or on the pool, readable top to bottom:
 //!   `shipments.rs` (create, read by code, change; the list in
-//!   `shipments/list.rs`), `outbox.rs` (the outbox row of a change, the
-//!   dispatcher's claims and finishes, redeliveries), `webhooks.rs`,
+//!   `shipments/list.rs`), `outbox/` (the outbox row of a change in
+//!   `enqueue.rs`, the dispatcher's claims and finishes in `claim.rs`,
+//!   redeliveries in `redelivery.rs`), `webhooks.rs`,
 //!   `merchants.rs`, `couriers.rs`, `api_keys.rs`, `auth.rs`, `listen.rs`.
 //! - `engine` decides how: group commit, rows written at commit, batched
 //!   reads, padded `IN` lists, one statement text for both engines, the
@@ -17,8 +18,8 @@
 //! hands its row to the next group commit (`Store::write_at_commit`); at
 //! the commit, `NewRow`'s `AtCommit::write`, next to it, inserts the
 //! group's rows in one `INSERT … RETURNING *` and queues each shipment's
-//! outbox row (`outbox::enqueue`, whose `INSERT` is in `outbox.rs`) and its
-//! count.
+//! outbox row (`outbox::enqueue`, whose `INSERT` is in
+//! `outbox/enqueue.rs`) and its count.
 //!
 //! Every statement is written once, in SQL both engines understand (`$1`
 //! parameters, `RETURNING`), as a `&'static str` (two constants where the

@@ -12,6 +12,7 @@ use shipment_server::harness::DataKey;
 use shipment_server::harness::{DispatchSettings, Dispatcher};
 
 use crate::receiver::{Received, Receiver, ca};
+use crate::wait_for_empty_outbox;
 use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
 
 db_tests!(
@@ -216,16 +217,6 @@ async fn failures_are_logged_and_not_retried(app: &TestApp) {
     // Not retried: the outbox is drained and nothing more arrives.
     wait_for_empty_outbox(app).await;
     assert_eq!(receiver.received().len(), 1);
-}
-
-async fn wait_for_empty_outbox(app: &TestApp) {
-    for _ in 0..200 {
-        if app.store.outbox_backlog().await.unwrap().depth == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the outbox never drained");
 }
 
 async fn inactive_webhooks_get_nothing(app: &TestApp) {

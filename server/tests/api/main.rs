@@ -30,8 +30,13 @@ mod testing_deliveries;
 mod testing_merchants;
 mod trace_context;
 
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
 use shipment_server::harness::{Pool, Store};
 use shipment_server::{Application, Config};
+use shipment_testkit::{Fixture, TestApp, send};
 
 /// Another server process on a test's database, as `config` sets it up: its
 /// own pool and memory; only the database is shared.
@@ -101,4 +106,43 @@ where
         Pool::Sqlite(pool) => drop(sqlx::query(sql).bind(value).execute(pool).await.unwrap()),
         Pool::Postgres(pool) => drop(sqlx::query(sql).bind(value).execute(pool).await.unwrap()),
     }
+}
+
+/// Waits until the outbox is empty: every change written so far has been
+/// delivered (for a test that then counts what arrived, or that nothing
+/// more does).
+async fn wait_for_empty_outbox(app: &TestApp) {
+    for _ in 0..400 {
+        if app.store.outbox_backlog().await.unwrap().depth == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the outbox never drained");
+}
+
+/// The test control that moves shipment `code` of `f`'s merchant through
+/// the real lifecycle to state `to` (`POST
+/// /testing/shipments/{code}/advance`); the answer, unchecked.
+async fn advance(app: &TestApp, f: &Fixture, code: &str, to: &str) -> (StatusCode, Value) {
+    send(
+        app.req(
+            Method::POST,
+            &format!("/testing/shipments/{code}/advance"),
+            &f.key,
+        )
+        .json(&json!({ "to": to })),
+    )
+    .await
+}
+
+/// The test control that sends the next `times` webhook deliveries of
+/// `f`'s merchant twice (`POST /testing/webhooks/duplicates`); the answer,
+/// unchecked.
+async fn duplicates(app: &TestApp, f: &Fixture, times: u32) -> (StatusCode, Value) {
+    send(
+        app.req(Method::POST, "/testing/webhooks/duplicates", &f.key)
+            .json(&json!({ "times": times })),
+    )
+    .await
 }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use shipment_sdk::model::MerchantId;
 
 use crate::receiver::{Received, Receiver};
+use crate::{advance, duplicates, wait_for_empty_outbox};
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
@@ -32,28 +33,6 @@ async fn register_webhook(app: &TestApp, f: &Fixture, url: &str) -> String {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{hook}");
     hook["signing_key"].as_str().unwrap().to_owned()
-}
-
-async fn advance(app: &TestApp, f: &Fixture, code: &str, to: &str) -> (StatusCode, Value) {
-    send(
-        app.req(
-            Method::POST,
-            &format!("/testing/shipments/{code}/advance"),
-            &f.key,
-        )
-        .json(&json!({ "to": to })),
-    )
-    .await
-}
-
-async fn wait_for_empty_outbox(app: &TestApp) {
-    for _ in 0..400 {
-        if app.store.outbox_backlog().await.unwrap().depth == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the outbox never drained");
 }
 
 fn json_of(r: &Received) -> Value {
@@ -255,11 +234,7 @@ async fn advance_adds_a_test_driver_when_the_courier_has_none(app: &TestApp) {
 }
 
 async fn arm_duplicates(app: &TestApp, f: &Fixture, times: u32) {
-    let (status, body) = send(
-        app.req(Method::POST, "/testing/webhooks/duplicates", &f.key)
-            .json(&json!({ "times": times })),
-    )
-    .await;
+    let (status, body) = duplicates(app, f, times).await;
     assert_eq!((status, body), (StatusCode::OK, json!({ "times": times })));
 }
 
@@ -284,11 +259,7 @@ async fn duplicates_send_the_next_deliveries_twice(app: &TestApp) {
     let f = app.fixture_with_login().await;
     let key = register_webhook(app, &f, &receiver.url).await;
     // Refused counts, and another merchant's count, change nothing here.
-    let got = send(
-        app.req(Method::POST, "/testing/webhooks/duplicates", &f.key)
-            .json(&json!({"times": 1001})),
-    )
-    .await;
+    let got = duplicates(app, &f, 1001).await;
     assert_problem(&got, 400, "invalid_field");
     let other = app.fixture().await;
     arm_duplicates(app, &other, 5).await;

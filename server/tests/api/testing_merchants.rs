@@ -14,6 +14,7 @@ use shipment_server::harness::{Pool, Store};
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
 use crate::receiver::Receiver;
+use crate::{advance, duplicates, wait_for_empty_outbox};
 
 db_tests!(the_merchant_routes_do_not_exist_without_the_flag);
 
@@ -108,16 +109,6 @@ async fn rows_left(store: &Store, merchant_id: i64) -> Vec<(&'static str, i64)> 
     left
 }
 
-async fn wait_for_empty_outbox(app: &TestApp) {
-    for _ in 0..400 {
-        if app.store.outbox_backlog().await.unwrap().depth == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the outbox never drained");
-}
-
 async fn the_merchant_routes_do_not_exist_without_the_flag(app: &TestApp) {
     let f = app.fixture().await;
     let got = send(app.req(Method::POST, MERCHANTS, &f.key).json(&json!({}))).await;
@@ -136,11 +127,7 @@ async fn one_merchant_of_many(app: &TestApp, m: &Value, receiver: &Receiver) -> 
     let f = fixture_of(m);
     let sdk = app.sdk(&f.key);
     let mut stream = sdk.listener().connect(None).await.unwrap();
-    let (status, _) = send(
-        app.req(Method::POST, "/testing/webhooks/duplicates", &f.key)
-            .json(&json!({"times": 1})),
-    )
-    .await;
+    let (status, _) = duplicates(app, &f, 1).await;
     assert_eq!(status, StatusCode::OK);
     let (status, fault) = send(
         app.req(Method::POST, "/testing/faults", &f.key)
@@ -156,15 +143,7 @@ async fn one_merchant_of_many(app: &TestApp, m: &Value, receiver: &Receiver) -> 
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, moved) = send(
-        app.req(
-            Method::POST,
-            &format!("/testing/shipments/{first}/advance"),
-            &f.key,
-        )
-        .json(&json!({"to": "in_transit"})),
-    )
-    .await;
+    let (status, moved) = advance(app, &f, &first, "in_transit").await;
     assert_eq!(status, StatusCode::OK, "{moved}");
     let own: BTreeSet<String> = [first, second].into();
 
@@ -370,11 +349,7 @@ async fn a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once(ap
         .await;
         assert_eq!(status, StatusCode::CREATED);
     }
-    let (status, _) = send(
-        app.req(Method::POST, "/testing/webhooks/duplicates", &f.key)
-            .json(&json!({"times": 3})),
-    )
-    .await;
+    let (status, _) = duplicates(app, &f, 3).await;
     assert_eq!(status, StatusCode::OK);
     // The courier company sees the merchant's shipments until the deletion.
     let courier_total = |key: String| async move {
