@@ -9,6 +9,9 @@
 //! human path: a service `shipctl` does not control must not be able to
 //! drive the merchant's terminal. JSON output keeps every string exact.
 
+mod escape;
+mod model;
+
 use std::borrow::Cow;
 use std::io::{self, Write};
 
@@ -16,9 +19,10 @@ use anstyle::{AnsiColor, Style};
 use chrono::{DateTime, Utc};
 use clap::ValueEnum;
 use serde::Serialize;
-use shipment_sdk::model::{
-    ApiKey, ConfirmationCode, CourierCompany, Delivery, Page, Shipment, Status, Webhook,
-};
+use shipment_sdk::model::{Page, Status};
+
+use self::escape::TerminalSafe;
+pub use self::escape::escape;
 
 /// `--output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -66,46 +70,6 @@ impl Cell {
     }
 }
 
-/// Shows the control characters of `text` visibly, so that writing it to a
-/// terminal cannot move the cursor, clear the screen, set the window title
-/// or anything else a terminal obeys: every C0 character (below U+0020),
-/// DEL (U+007F) and every C1 character (U+0080 to U+009F, which some
-/// terminals obey as one-byte escape sequences) becomes its Rust escape,
-/// `\u{1b}`. Tab, newline and carriage return become `\t`, `\n` and
-/// `\r`: every field, table cell and message stays on its own line, so a
-/// service cannot forge a line of output either. Everything else
-/// (printable Unicode included) is kept as it is.
-///
-/// Every human output path uses it: table cells and detail views (through
-/// [`Cell`]), errors and hints, notes, `listen` lines, `doctor`. JSON output
-/// does not: it stays exact (see [`json`]).
-///
-/// ```
-/// use shipctl::output::escape;
-/// assert_eq!(escape("a\u{1b}[2Jb"), r"a\u{1b}[2Jb");
-/// assert_eq!(escape("Zürich → Köln"), "Zürich → Köln");
-/// ```
-pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return Cow::Borrowed(text);
-    }
-    use std::fmt::Write as _;
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\t' => shown.push_str(r"\t"),
-            '\n' => shown.push_str(r"\n"),
-            '\r' => shown.push_str(r"\r"),
-            // `char::is_control` is exactly C0, DEL and C1 (category Cc).
-            c if c.is_control() => {
-                let _ = write!(shown, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => shown.push(c),
-        }
-    }
-    Cow::Owned(shown)
-}
-
 const BOLD: Style = Style::new().bold();
 const DIM: Style = Style::new().dimmed();
 
@@ -136,151 +100,6 @@ pub trait Tabular: Serialize {
     /// list's columns.
     fn detail(&self) -> Vec<(&'static str, Cell)> {
         Self::HEADERS.iter().copied().zip(self.cells()).collect()
-    }
-}
-
-impl Tabular for Shipment {
-    const HEADERS: &'static [&'static str] =
-        &["CODE", "STATUS", "COURIER", "DRIVER", "FEE", "CREATED"];
-    fn cells(&self) -> Vec<Cell> {
-        vec![
-            Cell::styled(self.code.as_str(), BOLD),
-            Cell::styled(self.status.as_str(), status_style(&self.status)),
-            Cell::plain(self.courier_company_id.to_string()),
-            Cell::opt(self.assigned_driver_id),
-            Cell::plain(self.total_fee.to_string()),
-            Cell::plain(short_time(&self.created_at)),
-        ]
-    }
-    fn detail(&self) -> Vec<(&'static str, Cell)> {
-        let time = |t: &Option<DateTime<Utc>>| Cell::opt(t.as_ref().map(short_time));
-        vec![
-            ("code", Cell::styled(self.code.as_str(), BOLD)),
-            (
-                "status",
-                Cell::styled(self.status.as_str(), status_style(&self.status)),
-            ),
-            ("version", Cell::plain(self.version.to_string())),
-            ("courier", Cell::plain(self.courier_company_id.to_string())),
-            ("driver", Cell::opt(self.assigned_driver_id)),
-            ("description", Cell::opt(self.description.as_ref())),
-            ("weight_kg", Cell::opt(self.weight_kg)),
-            ("dimensions", Cell::opt(self.dimensions.as_ref())),
-            (
-                "items",
-                if self.items.is_empty() {
-                    Cell::opt(None::<String>)
-                } else {
-                    Cell::plain(self.items.join(", "))
-                },
-            ),
-            ("from", Cell::opt(self.start_address.as_ref())),
-            ("to", Cell::opt(self.end_address.as_ref())),
-            ("total_fee", Cell::plain(self.total_fee.to_string())),
-            ("webhook_url", Cell::opt(self.webhook_url.as_ref())),
-            ("rating", Cell::opt(self.rating)),
-            ("failure_reason", Cell::opt(self.failure_reason.as_ref())),
-            ("created_at", Cell::plain(short_time(&self.created_at))),
-            ("driver_assigned", time(&self.assigned_to_driver_at)),
-            ("picked_up_at", time(&self.picked_up_at)),
-            ("delivered_at", time(&self.delivered_at)),
-            ("failed_at", time(&self.failed_at)),
-            ("returned_at", time(&self.returned_at)),
-            ("cancelled_at", time(&self.cancelled_at)),
-            ("rated_at", time(&self.rated_at)),
-            ("updated_at", Cell::plain(short_time(&self.updated_at))),
-        ]
-    }
-}
-
-impl Tabular for CourierCompany {
-    const HEADERS: &'static [&'static str] =
-        &["ID", "NAME", "ACTIVE", "BASE FEE", "PER KG", "PER KM"];
-    fn cells(&self) -> Vec<Cell> {
-        vec![
-            Cell::plain(self.id.to_string()),
-            Cell::styled(&self.name, BOLD),
-            yes_no(self.active),
-            Cell::plain(self.base_fee.to_string()),
-            Cell::plain(self.per_kg.to_string()),
-            Cell::plain(self.per_km.to_string()),
-        ]
-    }
-}
-
-impl Tabular for ConfirmationCode {
-    const HEADERS: &'static [&'static str] = &["SHIPMENT", "CONFIRMATION CODE", "EXPIRES"];
-    fn cells(&self) -> Vec<Cell> {
-        vec![
-            Cell::plain(self.code.as_str()),
-            Cell::styled(&self.confirmation_code, BOLD),
-            Cell::plain(short_time(&self.expires_at)),
-        ]
-    }
-}
-
-impl Tabular for ApiKey {
-    const HEADERS: &'static [&'static str] = &["ID", "NAME", "KEY", "CREATED", "LAST USED"];
-    fn cells(&self) -> Vec<Cell> {
-        vec![
-            Cell::plain(self.id.to_string()),
-            Cell::styled(&self.name, BOLD),
-            Cell::plain(format!("{}...{}", self.prefix, self.last4)),
-            Cell::plain(short_time(&self.created_at)),
-            Cell::opt(self.last_used_at.as_ref().map(short_time)),
-        ]
-    }
-}
-
-impl Tabular for Webhook {
-    const HEADERS: &'static [&'static str] = &["ID", "URL", "ACTIVE", "CREATED"];
-    fn cells(&self) -> Vec<Cell> {
-        vec![
-            Cell::plain(self.webhook_id.to_string()),
-            Cell::styled(&self.url, BOLD),
-            yes_no(self.active),
-            Cell::plain(short_time(&self.created_at)),
-        ]
-    }
-}
-
-impl Tabular for Delivery {
-    const HEADERS: &'static [&'static str] = &[
-        "ID",
-        "SHIPMENT",
-        "VERSION",
-        "RESULT",
-        "STATUS",
-        "MS",
-        "AT",
-        "REDELIVERY OF",
-        "ERROR",
-    ];
-    fn cells(&self) -> Vec<Cell> {
-        let result = if self.success {
-            Cell::styled("ok", Style::new().fg_color(Some(AnsiColor::Green.into())))
-        } else {
-            Cell::styled("failed", Style::new().fg_color(Some(AnsiColor::Red.into())))
-        };
-        vec![
-            Cell::plain(self.id.to_string()),
-            Cell::plain(self.shipment_code.as_str()),
-            Cell::plain(self.version.to_string()),
-            result,
-            Cell::opt(self.status_code),
-            Cell::plain(self.duration_ms.to_string()),
-            Cell::plain(short_time(&self.delivered_at)),
-            Cell::opt(self.redelivery_of),
-            Cell::opt(self.error.as_ref()),
-        ]
-    }
-}
-
-fn yes_no(b: bool) -> Cell {
-    if b {
-        Cell::plain("yes")
-    } else {
-        Cell::styled("no", DIM)
     }
 }
 
@@ -364,63 +183,6 @@ fn compact(out: &mut dyn Write, value: &(impl Serialize + ?Sized)) -> io::Result
     let formatter = TerminalSafe(serde_json::ser::CompactFormatter);
     value.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))?;
     Ok(())
-}
-
-/// A JSON formatter that also escapes DEL and C1 inside strings; the
-/// layout is `F`'s.
-struct TerminalSafe<F>(F);
-
-impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<F> {
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let mut rest = fragment;
-        while let Some((at, c)) = rest.char_indices().find(|(_, c)| c.is_control()) {
-            writer.write_all(&rest.as_bytes()[..at])?;
-            write!(writer, "\\u{:04x}", u32::from(c))?;
-            rest = &rest[at + c.len_utf8()..];
-        }
-        writer.write_all(rest.as_bytes())
-    }
-
-    // The layout: every method `PrettyFormatter` has its own version of.
-    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_array(writer)
-    }
-    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_array(writer)
-    }
-    fn begin_array_value<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(writer, first)
-    }
-    fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_array_value(writer)
-    }
-    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_object(writer)
-    }
-    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_object(writer)
-    }
-    fn begin_object_key<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(writer, first)
-    }
-    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(writer)
-    }
-    fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_object_value(writer)
-    }
 }
 
 /// A list written one item at a time, never held in memory: a table with
@@ -566,39 +328,6 @@ mod tests {
         let s = Streamed::start::<Pair>(&mut out, Format::Json, &[]).unwrap();
         assert_eq!(s.finish().unwrap(), 0);
         assert_eq!(String::from_utf8(out).unwrap(), "[]\n");
-    }
-
-    #[test]
-    fn control_characters_are_shown_escaped_and_the_rest_kept() {
-        let table: &[(&str, &str)] = &[
-            // Sets the window title (OSC ... BEL).
-            ("\u{1b}]0;title\u{7}", r"\u{1b}]0;title\u{7}"),
-            // Clears the screen (CSI 2 J).
-            ("\u{1b}[2J", r"\u{1b}[2J"),
-            // The one-byte C1 CSI, NEL and the last C1.
-            ("\u{9b}31m", r"\u{9b}31m"),
-            ("\u{85}", r"\u{85}"),
-            ("\u{9f}", r"\u{9f}"),
-            ("a\u{7f}b", r"a\u{7f}b"),
-            ("nul\u{0}", r"nul\u{0}"),
-            ("\u{1f}\u{8}", r"\u{1f}\u{8}"),
-            // A field stays on its line.
-            ("over\rwrite", r"over\rwrite"),
-            ("two\nlines", r"two\nlines"),
-            ("tab\there", r"tab\there"),
-            // Printable text is kept, from the space up, and after C1.
-            (" ~", " ~"),
-            ("\u{a0}", "\u{a0}"),
-            ("Zürich → 東京 🚚", "Zürich → 東京 🚚"),
-            (r"C:\path", r"C:\path"),
-            ("", ""),
-        ];
-        for (raw, shown) in table {
-            assert_eq!(escape(raw), *shown, "{raw:?}");
-            assert!(!escape(raw).chars().any(char::is_control), "{raw:?}");
-        }
-        // Text without control characters is not copied.
-        assert!(matches!(escape("SHP-7K3M-Q9ZX"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use serde_json::Value;
-use shipment_testkit::{TestApp, db_tests};
+use shipment_testkit::{Fixture, TestApp, db_tests};
 
-use crate::helpers::Shipctl;
+use crate::helpers::{Run, Shipctl};
 use crate::listen::{
     Got, Listening, STAND_IN_KEY, event_stream, local_app, ms_redacted, ready_event, shipctl_at,
     shipctl_for, stand_in,
@@ -70,20 +70,46 @@ fn finish(listening: &mut Listening) -> (Option<i32>, Vec<String>, Vec<String>) 
     )
 }
 
-/// Everything a receiver got within `wait` after the first `n` (which must
+/// Starts `listen` with `args`, which name `ready` as its `--ready-file`,
+/// and waits for the file: the running `listen`, and what the file holds.
+fn start_when_ready(shipctl: &Shipctl, args: &[&str], ready: &Path) -> (Listening, String) {
+    tokio::task::block_in_place(|| {
+        let listening = Listening::start(shipctl, args);
+        let pid = wait_for_file(ready);
+        (listening, pid)
+    })
+}
+
+/// Everything a receiver got within 300 ms after the first `n` (which must
 /// come within 20 s each).
-fn receive(received: &mpsc::Receiver<Got>, n: usize, wait: Duration) -> Vec<Got> {
-    let mut got: Vec<Got> = (0..n)
-        .map(|_| received.recv_timeout(Duration::from_secs(20)).unwrap())
-        .collect();
-    while let Ok(more) = received.recv_timeout(wait) {
-        got.push(more);
-    }
-    got
+fn receive(received: &mpsc::Receiver<Got>, n: usize) -> Vec<Got> {
+    tokio::task::block_in_place(|| {
+        let mut got: Vec<Got> = (0..n)
+            .map(|_| received.recv_timeout(Duration::from_secs(20)).unwrap())
+            .collect();
+        while let Ok(more) = received.recv_timeout(Duration::from_millis(300)) {
+            got.push(more);
+        }
+        got
+    })
 }
 
 fn header<'a>(got: &'a Got, name: &str) -> &'a str {
     got.headers[name].to_str().unwrap()
+}
+
+/// Checks that `got` is the delivery `recorded` as it was first sent: the
+/// same body and delivery id, its signature good for `key`. Returns the
+/// signature.
+fn assert_sent_as_recorded<'a>(got: &'a Got, recorded: &Value, key: &str) -> &'a str {
+    assert_eq!(got.body, recorded["body"].as_str().unwrap().as_bytes());
+    let signature = header(got, "x-service-signature");
+    assert_eq!(webhook_verify::verify(key, &got.body, signature), Ok(()));
+    assert_eq!(
+        header(got, "x-service-delivery-id"),
+        recorded["delivery_id"]
+    );
+    signature
 }
 
 /// An address where nothing listens (a port just freed).
@@ -96,6 +122,21 @@ fn closed_base() -> String {
 /// `replay` runs with, to show that it needs neither.
 fn offline() -> Shipctl {
     Shipctl::new().env("SHIPCTL_BASE_URL", &closed_base())
+}
+
+/// `shipctl replay RECORDING --forward-to URL ARGS...`, [`offline`].
+async fn replay_offline(recording: &Path, url: &str, args: &[&str]) -> Run {
+    let mut all = vec!["replay", recording.to_str().unwrap(), "--forward-to", url];
+    all.extend_from_slice(args);
+    offline().run_async(&all).await
+}
+
+/// A new shipment's code.
+async fn create(server: &TestApp, f: &Fixture) -> String {
+    server.create_default(f).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 fn records(path: &Path) -> Vec<Value> {
@@ -118,41 +159,33 @@ async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_
         .stdout
         .trim()
         .to_owned();
-    let watched = server.create_default(&f).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let watched = create(server, &f).await;
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("listen.ready");
     let recording = dir.path().join("deliveries.ndjson");
-    let mut listening = tokio::task::block_in_place(|| {
-        Listening::start(
-            &shipctl,
-            &[
-                "listen",
-                "--code",
-                &watched,
-                "--until-status",
-                "delivered",
-                "--max-wait",
-                "60s",
-                "--ready-file",
-                ready.to_str().unwrap(),
-                "--record",
-                recording.to_str().unwrap(),
-            ],
-        )
-    });
     // Nothing is queued for a listener not yet connected: every change
     // made after the file appears must arrive, or the file came too early.
-    let pid = tokio::task::block_in_place(|| wait_for_file(&ready));
+    let (mut listening, pid) = start_when_ready(
+        &shipctl,
+        &[
+            "listen",
+            "--code",
+            &watched,
+            "--until-status",
+            "delivered",
+            "--max-wait",
+            "60s",
+            "--ready-file",
+            ready.to_str().unwrap(),
+            "--record",
+            recording.to_str().unwrap(),
+        ],
+        &ready,
+    );
     assert_eq!(pid, format!("{}\n", listening.child.id()));
 
     // Another shipment delivered: filtered out, it does not end the wait.
-    let other = server.create_default(&f).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let other = create(server, &f).await;
     server.advance(&f, &other, "delivered").await;
     server.advance(&f, &watched, "delivered").await;
 
@@ -218,25 +251,14 @@ async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_
     // verifies them with the key of the time.
     let n = watched_records.len();
     let (url, received) = local_app(StatusCode::OK).await;
-    let replay = offline()
-        .run_async(&[
-            "replay",
-            recording.to_str().unwrap(),
-            "--forward-to",
-            &url,
-            "--code",
-            &watched,
-        ])
+    let replay = replay_offline(&recording, &url, &["--code", &watched])
         .await
         .ok();
-    let got = tokio::task::block_in_place(|| receive(&received, n, Duration::from_millis(300)));
+    let got = receive(&received, n);
     assert_eq!(got.len(), n);
     for (got, r) in got.iter().zip(&watched_records) {
-        assert_eq!(got.body, r["body"].as_str().unwrap().as_bytes());
-        let signature = header(got, "x-service-signature");
+        let signature = assert_sent_as_recorded(got, r, &key);
         assert_eq!(signature, r["headers"]["X-Service-Signature"]);
-        assert_eq!(webhook_verify::verify(&key, &got.body, signature), Ok(()));
-        assert_eq!(header(got, "x-service-delivery-id"), r["delivery_id"]);
         assert_eq!(header(got, "content-type"), "application/json");
     }
     assert!(
@@ -256,21 +278,13 @@ async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_
 
     // The status filter; and a local app that fails is exit 1.
     let (failing, failing_got) = local_app(StatusCode::INTERNAL_SERVER_ERROR).await;
-    let run = offline()
-        .run_async(&[
-            "replay",
-            recording.to_str().unwrap(),
-            "--forward-to",
-            &failing,
-            "--status",
-            "delivered",
-            "--code",
-            &watched,
-            "-o",
-            "ndjson",
-        ])
-        .await
-        .expect_code(1);
+    let run = replay_offline(
+        &recording,
+        &failing,
+        &["--status", "delivered", "--code", &watched, "-o", "ndjson"],
+    )
+    .await
+    .expect_code(1);
     let line: Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(line["status"], "delivered", "{run}");
     assert_eq!(line["response_status"], 500, "{run}");
@@ -279,7 +293,7 @@ async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_
             .contains("error: 1 of 1 deliveries were not accepted"),
         "{run}"
     );
-    let got = tokio::task::block_in_place(|| receive(&failing_got, 1, Duration::from_millis(300)));
+    let got = receive(&failing_got, 1);
     assert_eq!(got.len(), 1);
 }
 
@@ -289,37 +303,30 @@ async fn status_and_count_forward_only_matching_changes_then_end(server: &TestAp
     let (url, received) = local_app(StatusCode::OK).await;
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
-    let mut listening = tokio::task::block_in_place(|| {
-        Listening::start(
-            &shipctl,
-            &[
-                "listen",
-                "--forward-to",
-                &url,
-                "--status",
-                "delivered",
-                "--status",
-                "cancelled",
-                "--count",
-                "2",
-                "--max-wait",
-                "1m",
-                "--ready-file",
-                ready.to_str().unwrap(),
-                "-o",
-                "ndjson",
-            ],
-        )
-    });
-    tokio::task::block_in_place(|| wait_for_file(&ready));
+    let (mut listening, _) = start_when_ready(
+        &shipctl,
+        &[
+            "listen",
+            "--forward-to",
+            &url,
+            "--status",
+            "delivered",
+            "--status",
+            "cancelled",
+            "--count",
+            "2",
+            "--max-wait",
+            "1m",
+            "--ready-file",
+            ready.to_str().unwrap(),
+            "-o",
+            "ndjson",
+        ],
+        &ready,
+    );
     let mut codes = Vec::new();
     for _ in 0..3 {
-        codes.push(
-            server.create_default(&f).await["code"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        codes.push(create(server, &f).await);
     }
     server.advance(&f, &codes[0], "in_transit").await;
     server.advance(&f, &codes[1], "cancelled").await;
@@ -353,7 +360,7 @@ async fn status_and_count_forward_only_matching_changes_then_end(server: &TestAp
     expected.sort();
     assert_eq!(seen, expected);
     // Only those two were forwarded.
-    let got = tokio::task::block_in_place(|| receive(&received, 2, Duration::from_millis(300)));
+    let got = receive(&received, 2);
     assert_eq!(got.len(), 2);
     for got in &got {
         let body: Value = serde_json::from_slice(&got.body).unwrap();
@@ -596,27 +603,13 @@ async fn the_recording_holds_every_delivery_and_replays_without_a_server() {
 
     // Replayed in order, no server, no configuration.
     let (url, received) = local_app(StatusCode::OK).await;
-    let replay = offline()
-        .run_async(&[
-            "replay",
-            recording.to_str().unwrap(),
-            "--forward-to",
-            &url,
-            "-o",
-            "ndjson",
-        ])
+    let replay = replay_offline(&recording, &url, &["-o", "ndjson"])
         .await
         .ok();
-    let got = tokio::task::block_in_place(|| receive(&received, 4, Duration::from_millis(300)));
+    let got = receive(&received, 4);
     assert_eq!(got.len(), 4, "{replay}");
     for (got, r) in got.iter().zip(&recorded) {
-        assert_eq!(got.body, r["body"].as_str().unwrap().as_bytes());
-        let signature = header(got, "x-service-signature");
-        assert_eq!(
-            webhook_verify::verify(STAND_IN_KEY, &got.body, signature),
-            Ok(())
-        );
-        assert_eq!(header(got, "x-service-delivery-id"), r["delivery_id"]);
+        assert_sent_as_recorded(got, r, STAND_IN_KEY);
     }
     let lines: Vec<Value> = replay
         .stdout
@@ -634,10 +627,7 @@ async fn the_recording_holds_every_delivery_and_replays_without_a_server() {
         .open(&recording)
         .unwrap();
     writeln!(file, "{{\"delivery_id\":").unwrap();
-    let run = offline()
-        .run_async(&["replay", recording.to_str().unwrap(), "--forward-to", &url])
-        .await
-        .expect_code(2);
+    let run = replay_offline(&recording, &url, &[]).await.expect_code(2);
     assert!(run.stderr.contains("line 5 is not a delivery"), "{run}");
     assert!(
         received.recv_timeout(Duration::from_millis(300)).is_err(),

@@ -336,6 +336,19 @@ fn builder(base: &str, key: &str) -> shipment_sdk::ClientBuilder {
         .retry_backoff(Duration::from_millis(10), Duration::from_millis(100))
 }
 
+/// What listing the couriers fails with, in one attempt, through the
+/// client `builder` makes.
+async fn list_fails(builder: shipment_sdk::ClientBuilder) -> Error {
+    builder
+        .max_retries(0)
+        .build()
+        .unwrap()
+        .couriers()
+        .list()
+        .await
+        .unwrap_err()
+}
+
 /// `e` and its causes, for assertions on what a failure says.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     std::iter::successors(Some(e), |e| e.source())
@@ -419,16 +432,10 @@ async fn a_private_certificate_authority_is_trusted_once_added(server: &TestApp)
     let f = server.fixture().await;
     let ca = Ca::new("private CA");
     let front = TlsFront::start(server, &ca, None).await;
+    let localhost = || builder(&front.base("localhost"), &f.key);
 
     // Not trusted by the platform: the handshake fails, nothing is sent.
-    let err = builder(&front.base("localhost"), &f.key)
-        .max_retries(0)
-        .build()
-        .unwrap()
-        .couriers()
-        .list()
-        .await
-        .unwrap_err();
+    let err = list_fails(localhost()).await;
     assert!(matches!(err, Error::Connect(_)), "{err:?}");
     assert!(chain(&err).contains("certificate"), "{}", chain(&err));
 
@@ -446,19 +453,11 @@ async fn a_private_certificate_authority_is_trusted_once_added(server: &TestApp)
     assert!(front.accepted.load(Ordering::SeqCst) >= 2);
 
     // Another CA alone is still refused.
-    let err = builder(&front.base("localhost"), &f.key)
-        .max_retries(0)
-        .add_root_certificate_pem(&other.pem)
-        .build()
-        .unwrap()
-        .couriers()
-        .list()
-        .await
-        .unwrap_err();
+    let err = list_fails(localhost().add_root_certificate_pem(&other.pem)).await;
     assert!(matches!(err, Error::Connect(_)), "{err:?}");
 
     // What is not a certificate fails in build(), typed.
-    let err = builder(&front.base("localhost"), &f.key)
+    let err = localhost()
         .add_root_certificate_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
         .build()
         .unwrap_err();
@@ -483,12 +482,7 @@ async fn mutual_tls_needs_the_client_certificate(server: &TestApp) {
     let call = |client: Client| async move { client.couriers().list().await };
 
     // Without a client certificate the server ends the handshake.
-    let without = builder(&base, &f.key)
-        .max_retries(0)
-        .add_root_certificate_pem(&ca.pem)
-        .build()
-        .unwrap();
-    let err = call(without).await.unwrap_err();
+    let err = list_fails(builder(&base, &f.key).add_root_certificate_pem(&ca.pem)).await;
     assert!(
         matches!(err, Error::Connect(_) | Error::Transport(_)),
         "{err:?}"
@@ -501,12 +495,9 @@ async fn mutual_tls_needs_the_client_certificate(server: &TestApp) {
     let strangers = Ca::new("someone else's CA");
     let (cert, key) = strangers.client_leaf("stranger");
     let stranger = builder(&base, &f.key)
-        .max_retries(0)
         .add_root_certificate_pem(&ca.pem)
-        .client_certificate_pem(&cert, &key)
-        .build()
-        .unwrap();
-    let err = call(stranger).await.unwrap_err();
+        .client_certificate_pem(&cert, &key);
+    let err = list_fails(stranger).await;
     assert!(err.status().is_none(), "no answer: {err:?}");
     front.wait_for_refused(2).await;
 
