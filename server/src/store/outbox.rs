@@ -8,25 +8,27 @@
 //! for redeliveries use it apart, each with its own statements and reasons,
 //! so each has a file, readable without the others:
 //!
-//! - `enqueue.rs`: a change's row ([`enqueue`], [`Enqueued`]), queued in
-//!   the change's transaction and written at its commit: all a shipment
-//!   write needs to know of the outbox.
+//! - `enqueue.rs`: a change's row ([`enqueue()`],
+//!   [`Enqueued`](enqueue::Enqueued)), queued in the change's transaction
+//!   and written at its commit: all a shipment write needs to know of the
+//!   outbox.
 //! - `claim.rs`: the dispatcher's side, from claim to finish: claims and
 //!   their leases (renewed, released), the targets of a claimed row, the
-//!   attempts logged, the backlog ([`Backlog`]). The claim's SQL is shaped
-//!   by query plans that went wrong, and its documentation says how; it
-//!   stays next to the code that depends on it.
+//!   attempts logged, the backlog ([`Backlog`](claim::Backlog)). The
+//!   claim's SQL is shaped by query plans that went wrong, and its
+//!   documentation says how; it stays next to the code that depends on it.
 //! - `finished.rs`: the dispatcher's finished rows and delivery log rows,
 //!   written at commit for a whole group: machinery for `claim.rs`, kept
 //!   out of the way of its statements.
 //! - `redelivery.rs`: rows someone asked for again, one or in bulk
-//!   ([`Redelivery`], [`BulkRedelivery`], [`WaitingRedelivery`]): their own
+//!   ([`Redelivery`], [`BulkRedelivery`],
+//!   [`WaitingRedelivery`](redelivery::WaitingRedelivery)): their own
 //!   statements, checks and lock, which the dispatcher never needs (it
 //!   sends a redelivery's row like any other).
 //! - `budget.rs`: how many redeliveries a merchant may ask for, counted
 //!   from the outbox, so every process counts the same.
 //!
-//! Every item callers may name is re-exported here, so it is
+//! Every item callers name is re-exported here, so it is
 //! `store::outbox::X` whichever file holds it.
 
 mod budget;
@@ -40,7 +42,3 @@ pub(crate) use claim::{OutboxRow, Target};
 pub(crate) use enqueue::enqueue;
 pub(crate) use finished::Attempt;
 pub use redelivery::{BulkRedelivery, Redelivery};
-// Named by no caller (yet), but each had this path before the split, and
-// the list above links to them.
-#[allow(unused_imports)]
-pub(crate) use {claim::Backlog, enqueue::Enqueued, redelivery::WaitingRedelivery};

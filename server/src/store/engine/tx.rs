@@ -48,8 +48,8 @@ pub(crate) trait AtCommit: Sized + Send + 'static {
     /// first. A kind whose writing queues rows of another (a new shipment
     /// queues its outbox row and its count) ranks below that kind, so each
     /// kind is written once per commit. Today: new shipments 0
-    /// (`shipments::NewRow`), outbox rows 1 (`outbox::Enqueued`), finished
-    /// outbox rows 2, which queue their delivery log rows 3
+    /// (`shipments::NewRow`), outbox rows 1 (`outbox::enqueue::Enqueued`),
+    /// finished outbox rows 2, which queue their delivery log rows 3
     /// (`outbox::finished`), counts 4 (`shipments::Count`).
     const RANK: u8;
 
