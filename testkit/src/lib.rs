@@ -45,7 +45,7 @@
 //! Password hashing (argon2id at 19 MiB for every sign-in, and every
 //! merchant [`TestServer::new_merchant`] makes), SHA-256 (every API key and
 //! signature) and SQLite run unoptimised in a test build; the workspace
-//! builds those few crates optimised (issue 30 reported a suite 2.5 times
+//! builds those few crates optimised (a merchant's suite ran 2.5 times
 //! slower without it). Copy this into your `Cargo.toml` (a
 //! `[profile.dev.package.*]` setting is read from the root manifest only);
 //! name these crates rather than `"*"`, which optimises every dependency
