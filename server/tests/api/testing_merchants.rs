@@ -23,6 +23,7 @@ db_tests!(
     twenty_merchants_made_and_used_at_once_see_only_their_own,
     a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once,
     bad_bodies_and_others_ids_are_refused_with_problems,
+    the_ci_chapters_pytest_suite_passes_in_parallel,
 );
 
 const MERCHANTS: &str = "/testing/merchants";
@@ -53,15 +54,24 @@ async fn delete(app: &TestApp, key: &str, id: i64) -> (StatusCode, Value) {
 
 /// Rows of `table` naming the merchant in `merchant_id`.
 async fn rows(store: &Store, table: &str, merchant_id: i64) -> i64 {
-    let sql = format!("SELECT COUNT(*) FROM {table} WHERE merchant_id = $1");
+    count(
+        store,
+        format!("SELECT COUNT(*) FROM {table} WHERE merchant_id = $1"),
+        merchant_id,
+    )
+    .await
+}
+
+/// The count `sql` (one `$1`, bound to `id`) reads.
+async fn count(store: &Store, sql: String, id: i64) -> i64 {
     match store.pool() {
         Pool::Sqlite(pool) => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(merchant_id)
+            .bind(id)
             .fetch_one(pool)
             .await
             .unwrap(),
         Pool::Postgres(pool) => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(merchant_id)
+            .bind(id)
             .fetch_one(pool)
             .await
             .unwrap(),
@@ -552,4 +562,79 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
     )
     .await;
     assert_problem(&got, 401, "unauthenticated");
+}
+
+/// The CI chapter's pytest example (`docs/src/ci.md`, "A merchant per
+/// test"): its `conftest.py` and `test_checkout.py`, as written.
+fn pytest_example() -> (String, String) {
+    let chapter = include_str!("../../../docs/src/ci.md");
+    let section = &chapter[chapter
+        .find("## A merchant per test")
+        .expect("the chapter's section")..];
+    let start = section.find("```python\n").expect("a python block") + "```python\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let split = block
+        .find("# test_checkout.py\n")
+        .expect("the block's second file");
+    (block[..split].to_owned(), block[split..].to_owned())
+}
+
+/// Whether pytest, pytest-xdist and requests import; in CI they must
+/// (`.ci/run` installs them), elsewhere the test is skipped without them.
+fn pytest_available() -> bool {
+    let imports = std::process::Command::new("python3")
+        .args(["-c", "import pytest, xdist, requests"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !imports {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 with pytest, pytest-xdist and requests is missing: .ci/run installs them"
+        );
+        eprintln!("SKIPPED (no pytest, pytest-xdist or requests)");
+    }
+    imports
+}
+
+/// The docs' pytest suite, run as a merchant's CI would run it: its test
+/// file eight times over, on four workers at once, each test making,
+/// using and deleting a merchant with the server's one fixed key. Each
+/// test sees exactly its own one shipment however the others interleave.
+async fn the_ci_chapters_pytest_suite_passes_in_parallel(app: &TestApp) {
+    if !pytest_available() {
+        return;
+    }
+    let (conftest, test_file) = pytest_example();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("conftest.py"), conftest).unwrap();
+    for i in 0..8 {
+        std::fs::write(dir.path().join(format!("test_checkout_{i}.py")), &test_file).unwrap();
+    }
+    let caller = app.fixture().await;
+    let out = tokio::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-n", "4", "-p", "no:cacheprovider"])
+        .current_dir(dir.path())
+        .env("SHIPMENT_BASE", &app.base)
+        .env("SHIPMENT_KEY", &caller.key)
+        .output()
+        .await
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("8 passed"), "{report}");
+    // Each test's fixture deleted its merchant, and its shipment with it.
+    let made_since = "SELECT COUNT(*) FROM merchants WHERE id > $1";
+    assert_eq!(
+        count(&app.store, made_since.into(), caller.merchant_id).await,
+        0
+    );
+    let shipments = "SELECT COUNT(*) FROM shipments WHERE merchant_id > $1";
+    assert_eq!(
+        count(&app.store, shipments.into(), caller.merchant_id).await,
+        0
+    );
 }
