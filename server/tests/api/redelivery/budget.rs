@@ -3,13 +3,16 @@
 //! calls cut by it then refused, what it counts after the sends failed,
 //! and one budget for two processes on one database.
 
-use chrono::Utc;
-use reqwest::{Method, StatusCode};
+use chrono::{DateTime, Utc};
+use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 
-use shipment_testkit::{Db, assert_problem, db_tests, send};
+use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
-use super::{drain, first_failures, idle_app_with_budget, merchant_with_webhook, redeliver, ts};
+use super::{
+    accepted, drain, failed_changes, first_failures, idle_app_with_budget, merchant_with_webhook,
+    redeliver, ts,
+};
 
 db_tests!(
     db;
@@ -19,7 +22,7 @@ db_tests!(
 );
 
 /// An answer with its `Retry-After` (seconds), for the budget's answers.
-async fn answer(r: reqwest::RequestBuilder) -> (StatusCode, Option<u64>, Value) {
+async fn answer(r: RequestBuilder) -> (StatusCode, Option<u64>, Value) {
     let response = r.send().await.expect("the server answers");
     let status = response.status();
     let retry_after = response.headers().get("retry-after").map(|v| {
@@ -30,6 +33,21 @@ async fn answer(r: reqwest::RequestBuilder) -> (StatusCode, Option<u64>, Value) 
     });
     let text = response.text().await.unwrap();
     (status, retry_after, serde_json::from_str(&text).unwrap())
+}
+
+/// The answer to `r`, which must be 429 `rate_limited` with a
+/// `Retry-After` within the budget's minute: its body.
+async fn rate_limited(r: RequestBuilder) -> Value {
+    let (status, retry_after, body) = answer(r).await;
+    assert_problem(&(status, body.clone()), 429, "rate_limited");
+    within_a_minute(retry_after, &body);
+    body
+}
+
+/// A bulk redelivery of `hook`'s failures since `since`, as `token`.
+fn bulk_since(app: &TestApp, token: &str, hook: i64, since: DateTime<Utc>) -> RequestBuilder {
+    app.bearer(Method::POST, &format!("/webhooks/{hook}/redeliver"), token)
+        .json(&json!({ "failed_since": ts(since) }))
 }
 
 /// A `Retry-After` within the budget's minute.
@@ -67,9 +85,7 @@ async fn the_budget_bounds_single_redeliveries_across_webhooks(db: Db) {
         assert_eq!(got.0, StatusCode::ACCEPTED, "{}", got.1);
     }
     let path = format!("/webhooks/{b}/deliveries/{}/redeliver", on_b[1]);
-    let (status, retry_after, body) = answer(app.bearer(Method::POST, &path, &token)).await;
-    assert_problem(&(status, body.clone()), 429, "rate_limited");
-    within_a_minute(retry_after, &body);
+    let body = rate_limited(app.bearer(Method::POST, &path, &token)).await;
     assert!(
         body["detail"].as_str().unwrap().contains('3'),
         "the budget is named: {body}"
@@ -87,14 +103,12 @@ async fn the_budget_bounds_single_redeliveries_across_webhooks(db: Db) {
     );
 
     // Sent and failed again: the minute still counts them.
-    let (status, retry_after, body) = answer(app.bearer(
+    rate_limited(app.bearer(
         Method::POST,
         &format!("/webhooks/{a}/deliveries/{}/redeliver", on_a[0]),
         &token,
     ))
     .await;
-    assert_problem(&(status, body.clone()), 429, "rate_limited");
-    within_a_minute(retry_after, &body);
     app.stop().await;
 }
 
@@ -114,23 +128,16 @@ async fn a_bulk_call_beyond_the_budget_is_truncated_then_429(db: Db) {
         assert_eq!(drain(&app, &key).await, 1);
     }
     let failures = first_failures(&app, &token, hook, 5).await;
-    let bulk = || {
-        app.bearer(Method::POST, &format!("/webhooks/{hook}/redeliver"), &token)
-            .json(&json!({ "failed_since": ts(since) }))
-    };
+    let bulk = || bulk_since(&app, &token, hook, since);
     let (status, retry_after, body) = answer(bulk()).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body, json!({"queued": 3, "truncated": true}));
     within_a_minute(retry_after, &body);
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 3);
 
-    let (status, retry_after, body) = answer(bulk()).await;
-    assert_problem(&(status, body.clone()), 429, "rate_limited");
-    within_a_minute(retry_after, &body);
+    rate_limited(bulk()).await;
     let path = format!("/webhooks/{hook}/deliveries/{}/redeliver", failures[4]);
-    let (status, retry_after, body) = answer(app.bearer(Method::POST, &path, &token)).await;
-    assert_problem(&(status, body.clone()), 429, "rate_limited");
-    within_a_minute(retry_after, &body);
+    rate_limited(app.bearer(Method::POST, &path, &token)).await;
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 3);
     app.stop().await;
 }
@@ -142,16 +149,8 @@ async fn a_bulk_call_is_idempotent_and_the_budget_outlasts_the_failures(db: Db) 
     let Some((app, key)) = idle_app_with_budget(db, 6).await else {
         return;
     };
-    let (f, token, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/down").await;
-    let since = Utc::now() - chrono::Duration::seconds(1);
-    for _ in 0..4 {
-        app.create_default(&f).await;
-    }
-    assert_eq!(drain(&app, &key).await, 4);
-    let bulk = || {
-        app.bearer(Method::POST, &format!("/webhooks/{hook}/redeliver"), &token)
-            .json(&json!({ "failed_since": ts(since) }))
-    };
+    let (_, token, hook, since) = failed_changes(&app, &key, 4).await;
+    let bulk = || bulk_since(&app, &token, hook, since);
     let (status, retry_after, body) = answer(bulk()).await;
     assert_eq!(
         (status, &body, retry_after),
@@ -177,9 +176,7 @@ async fn a_bulk_call_is_idempotent_and_the_budget_outlasts_the_failures(db: Db) 
     assert_eq!(body, json!({"queued": 2, "truncated": true}));
     within_a_minute(retry_after, &body);
     assert_eq!(drain(&app, &key).await, 2);
-    let (status, retry_after, body) = answer(bulk()).await;
-    assert_problem(&(status, body.clone()), 429, "rate_limited");
-    within_a_minute(retry_after, &body);
+    rate_limited(bulk()).await;
     assert_eq!(app.store.outbox_backlog().await.unwrap().depth, 0);
     app.stop().await;
 }
@@ -198,11 +195,7 @@ async fn the_budget_holds_across_processes_on_postgres() {
     config.webhooks.redeliveries_per_minute = 4;
     let b = crate::OtherProcess::start(&config).await;
 
-    let (f, token, hook, _) = merchant_with_webhook(&a, "https://127.0.0.1:9/down").await;
-    for _ in 0..8 {
-        a.create_default(&f).await;
-    }
-    assert_eq!(drain(&a, &key).await, 8);
+    let (_, token, hook, _) = failed_changes(&a, &key, 8).await;
     let failures = first_failures(&a, &token, hook, 8).await;
     let asks = failures.iter().enumerate().map(|(i, delivery)| {
         let base = if i % 2 == 0 { &a.base } else { &b.base };
@@ -210,11 +203,7 @@ async fn the_budget_holds_across_processes_on_postgres() {
         send(a.client.post(url).bearer_auth(&token))
     });
     let answers = futures_util::future::join_all(asks).await;
-    let accepted = answers
-        .iter()
-        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
-        .count();
-    assert_eq!(accepted, 4, "{answers:?}");
+    assert_eq!(accepted(&answers), 4, "{answers:?}");
     for refused in answers.iter().filter(|(s, _)| *s != StatusCode::ACCEPTED) {
         assert_problem(refused, 429, "rate_limited");
     }

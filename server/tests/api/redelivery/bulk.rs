@@ -11,8 +11,8 @@ use shipment_server::harness::{BulkRedelivery, RedeliveryBudget};
 use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 use super::{
-    Switchable, code_of, drain, header, idle_app, log_of, merchant_with_webhook, redeliver,
-    redeliver_failures, snapshot, ts,
+    Switchable, code_of, drain, failed_changes, header, idle_app, log_of, merchant_with_webhook,
+    redeliver, redeliver_failures, snapshot, ts,
 };
 
 db_tests!(
@@ -175,13 +175,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     let Some((app, key)) = idle_app(db).await else {
         return;
     };
-    // Nothing listens on port 9: every attempt fails.
-    let (f, token, hook, _) = merchant_with_webhook(&app, "https://127.0.0.1:9/down").await;
-    let since = Utc::now() - chrono::Duration::seconds(1);
-    for _ in 0..4 {
-        app.create_default(&f).await;
-    }
-    assert_eq!(drain(&app, &key).await, 4);
+    let (f, token, hook, since) = failed_changes(&app, &key, 4).await;
     let store = &app.store;
     let budget = RedeliveryBudget::default();
     let bulk = |limit| {

@@ -255,6 +255,32 @@ async fn drain(app: &TestApp, key: &DataKey) -> usize {
     }
 }
 
+/// On an idle app, a merchant whose webhook is down (nothing listens on
+/// port 9: every attempt fails), and `n` changes of its shipments, each
+/// attempted once by [`drain`]: (fixture, token, webhook id, a time just
+/// before the changes).
+async fn failed_changes(
+    app: &TestApp,
+    key: &DataKey,
+    n: usize,
+) -> (Fixture, String, i64, DateTime<Utc>) {
+    let (f, token, hook, _) = merchant_with_webhook(app, "https://127.0.0.1:9/down").await;
+    let since = Utc::now() - chrono::Duration::seconds(1);
+    for _ in 0..n {
+        app.create_default(&f).await;
+    }
+    assert_eq!(drain(app, key).await, n);
+    (f, token, hook, since)
+}
+
+/// How many of `answers` (to calls made at once) are 202 Accepted.
+fn accepted(answers: &[(StatusCode, Value)]) -> usize {
+    answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
+        .count()
+}
+
 /// The ids of the webhook's failed first attempts, oldest first, once it
 /// has logged `n` of them.
 async fn first_failures(app: &TestApp, token: &str, hook: i64, n: usize) -> Vec<i64> {

@@ -14,8 +14,8 @@ use shipment_server::harness::{Redelivery, RedeliveryBudget};
 use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 use super::{
-    Switchable, code_of, drain, first_failures, header, idle_app, log_of, merchant_with_webhook,
-    redeliver, redeliver_failures, snapshot, ts, version_of,
+    Switchable, accepted, code_of, drain, first_failures, header, idle_app, log_of,
+    merchant_with_webhook, redeliver, redeliver_failures, snapshot, ts, version_of,
 };
 
 db_tests!(
@@ -250,11 +250,7 @@ async fn a_waiting_redelivery_is_not_queued_again(db: Db) {
 
     let clicks = (0..12).map(|_| redeliver(&app, &token, hook, delivery));
     let answers = futures_util::future::join_all(clicks).await;
-    let accepted = answers
-        .iter()
-        .filter(|(status, _)| *status == StatusCode::ACCEPTED)
-        .count();
-    assert_eq!(accepted, 1, "one redelivery waits: {answers:?}");
+    assert_eq!(accepted(&answers), 1, "one redelivery waits: {answers:?}");
     for refused in answers.iter().filter(|(s, _)| *s != StatusCode::ACCEPTED) {
         let problem = assert_problem(refused, 409, "invalid_state");
         let detail = problem["detail"].as_str().unwrap();
