@@ -3,20 +3,19 @@
 //! forwarding each change to a local plain-HTTP receiver, which verifies
 //! every body with `webhook-verify` and the key `shipctl` printed.
 
-use std::io::{BufRead as _, BufReader, Read, Write as _};
-use std::net::TcpStream;
-use std::process::Child;
+use std::io::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
+use axum::http::StatusCode;
 use shipment_testkit::{Db, TestApp, db_tests};
 
-use crate::helpers::Shipctl;
+use crate::listen_helpers::{
+    Got, Listening, STAND_IN_KEY, closed_url, create, event_stream, header, local_app,
+    local_app_with, merchant, ms_redacted, next_got, ready_event, shipctl_at, shipctl_for,
+    stand_in,
+};
 use crate::snapshot;
 use crate::terminal::{HOSTILE, SHOWN};
 
@@ -31,187 +30,10 @@ db_tests!(
 
 db_tests!(db; listen_outlives_a_server_that_stops);
 
-/// What the local app received.
-#[derive(Clone, Debug)]
-pub(crate) struct Got {
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
-}
-
-/// A plain-HTTP local app on a free port that answers `status`; returns its
-/// URL and what it receives.
-pub(crate) async fn local_app(status: StatusCode) -> (String, mpsc::Receiver<Got>) {
-    local_app_with(status, &[]).await
-}
-
-/// [`local_app`], answering with `headers` too.
-async fn local_app_with(
-    status: StatusCode,
-    headers: &[(&'static str, String)],
-) -> (String, mpsc::Receiver<Got>) {
-    let (tx, rx) = mpsc::channel();
-    let tx = Arc::new(Mutex::new(tx));
-    let answer: Vec<(&'static str, String)> = headers.to_vec();
-    let app = Router::new()
-        .route(
-            "/webhooks",
-            post(
-                move |State(tx): State<Arc<Mutex<mpsc::Sender<Got>>>>,
-                      headers: HeaderMap,
-                      body: axum::body::Bytes| async move {
-                    let _ = tx.lock().unwrap().send(Got {
-                        headers,
-                        body: body.to_vec(),
-                    });
-                    let mut response = axum::response::Response::new(axum::body::Body::empty());
-                    *response.status_mut() = status;
-                    for (name, value) in answer {
-                        response.headers_mut().insert(name, value.parse().unwrap());
-                    }
-                    response
-                },
-            ),
-        )
-        .with_state(tx);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://127.0.0.1:{port}/webhooks"), rx)
-}
-
-/// `shipctl listen` with its stdout and stderr read line by line.
-pub(crate) struct Listening {
-    pub(crate) child: Child,
-    pub(crate) stdout: mpsc::Receiver<String>,
-    pub(crate) stderr: mpsc::Receiver<String>,
-}
-
-/// A test that fails does not leave `listen` running.
-impl Drop for Listening {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-fn lines(from: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(from).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-impl Listening {
-    pub(crate) fn start(shipctl: &Shipctl, args: &[&str]) -> Listening {
-        let mut child = shipctl.spawn(args);
-        let stdout = lines(child.stdout.take().unwrap());
-        let stderr = lines(child.stderr.take().unwrap());
-        Listening {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Waits for `Ready! …` and returns the signing key it shows; the other
-    /// lines on the way (reconnection notes) are returned too.
-    fn ready_after(&self) -> (String, Vec<String>) {
-        let mut before = Vec::new();
-        let line = loop {
-            let line = self
-                .stderr
-                .recv_timeout(Duration::from_secs(20))
-                .expect("listen says it is ready");
-            if line.starts_with("Ready!") {
-                break line;
-            }
-            before.push(line);
-        };
-        let key = line
-            .split("Signing key: ")
-            .nth(1)
-            .unwrap_or_else(|| panic!("not the ready line: {line}"));
-        assert!(line.starts_with("Ready! Forwarding to "), "{line}");
-        (key.trim().to_owned(), before)
-    }
-
-    /// Waits for `Ready! …` and returns the signing key it shows.
-    fn ready(&self) -> String {
-        let (key, before) = self.ready_after();
-        assert!(before.is_empty(), "{before:?}");
-        key
-    }
-
-    pub(crate) fn line(&self) -> String {
-        self.stdout
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a line per delivery")
-    }
-
-    /// Waits (at most 20 s) for `listen` to end by itself; the exit code
-    /// and every line on stderr after the ready line.
-    pub(crate) fn wait_for_exit(mut self) -> (Option<i32>, Vec<String>) {
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > Duration::from_secs(20) {
-                let _ = self.child.kill();
-                panic!(
-                    "listen did not end: {:?}",
-                    self.stderr.try_iter().collect::<Vec<_>>()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        (status.code(), self.stderr.iter().collect())
-    }
-
-    /// Ctrl-C, and the exit code.
-    pub(crate) fn interrupt(mut self) -> (Option<i32>, Vec<String>) {
-        let pid = self.child.id().to_string();
-        let sent = std::process::Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let status = self.child.wait().unwrap();
-        // Every line up to the end of the pipe: the reader thread may not
-        // have passed on the last lines yet when the exit is seen, and it
-        // ends (closing the channel) at the end of the pipe, which the
-        // exit brings.
-        let rest: Vec<String> = self.stderr.iter().collect();
-        (status.code(), rest)
-    }
-}
-
-pub(crate) fn shipctl_for(server: &TestApp, key: &str) -> Shipctl {
-    Shipctl::new()
-        .env("SHIPCTL_BASE_URL", &server.base)
-        .env("SHIPCTL_API_KEY", key)
-}
-
 async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
-    let f = server.fixture().await;
+    let (f, shipctl) = merchant(server).await;
     let (url, received) = local_app(StatusCode::OK).await;
-    let shipctl = shipctl_for(server, &f.key);
-    let listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        let key = l.ready();
-        (l, key)
-    });
-    let (listening, key) = listening;
+    let (listening, key) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
 
     // Created in the merchant's trace (W3C `traceparent`): the forwarded
     // delivery of that change carries it on, as a webhook delivery does.
@@ -225,21 +47,18 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
     let code = created["code"].as_str().unwrap().to_owned();
     server.advance(&f, &code, "delivered").await;
 
-    let got: Vec<Got> = tokio::task::block_in_place(|| {
-        (0..4)
-            .map(|_| received.recv_timeout(Duration::from_secs(20)).unwrap())
-            .collect()
-    });
+    let got: Vec<Got> =
+        tokio::task::block_in_place(|| (0..4).map(|_| next_got(&received)).collect());
     let mut versions = Vec::new();
     for delivery in &got {
-        let signature = delivery.headers["x-service-signature"].to_str().unwrap();
+        let signature = header(delivery, "x-service-signature");
         assert_eq!(
             webhook_verify::verify(&key, &delivery.body, signature),
             Ok(()),
             "signed with the printed key"
         );
         assert_eq!(delivery.headers["content-type"], "application/json");
-        let id = delivery.headers["x-service-delivery-id"].to_str().unwrap();
+        let id = header(delivery, "x-service-delivery-id");
         assert!(id.starts_with("dlv_") && id.ends_with("_l"), "{id}");
         let body: serde_json::Value = serde_json::from_slice(&delivery.body).unwrap();
         assert_eq!(body["code"], code.as_str());
@@ -270,53 +89,23 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
     text.push('\n');
     snapshot!("listen_lines", ms_redacted(&text));
 
-    let (code, stderr) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, stderr) = listening.interrupt();
     assert_eq!(code, Some(0), "Ctrl-C ends it cleanly: {stderr:?}");
     assert!(stderr.iter().any(|l| l == "Stopped."), "{stderr:?}");
 }
 
-/// Durations vary from run to run.
-pub(crate) fn ms_redacted(text: &str) -> String {
-    text.lines()
-        .map(|line| match line.rsplit_once("  ") {
-            Some((rest, ms)) if ms.ends_with(" ms") => format!("{rest}  [MS] ms"),
-            _ => line.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
 async fn a_local_app_that_is_down_or_failing_is_shown_not_fatal(server: &TestApp) {
-    let f = server.fixture().await;
-    let shipctl = shipctl_for(server, &f.key);
+    let (f, shipctl) = merchant(server).await;
     // Nothing listens on a port just freed.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!(
-            "http://127.0.0.1:{}/webhooks",
-            l.local_addr().unwrap().port()
-        )
-    };
-    let down = tokio::task::block_in_place(|| {
-        let l = Listening::start(
-            &shipctl,
-            &["listen", "--forward-to", &closed, "-o", "ndjson"],
-        );
-        l.ready();
-        l
-    });
+    let closed = closed_url("/webhooks");
+    let (down, _) = Listening::start_ready(
+        &shipctl,
+        &["listen", "--forward-to", &closed, "-o", "ndjson"],
+    );
     let (failing_url, failing) = local_app(StatusCode::INTERNAL_SERVER_ERROR).await;
-    let refused = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &failing_url]);
-        l.ready();
-        l
-    });
+    let (refused, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &failing_url]);
 
-    let code = server.create_default(&f).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let code = create(server, &f).await;
     server.advance(&f, &code, "assigned_to_driver").await;
     for _ in 0..2 {
         let line: serde_json::Value =
@@ -333,21 +122,20 @@ async fn a_local_app_that_is_down_or_failing_is_shown_not_fatal(server: &TestApp
     }
     tokio::task::block_in_place(|| {
         for _ in 0..2 {
-            failing.recv_timeout(Duration::from_secs(20)).unwrap();
+            next_got(&failing);
             let line = refused.line();
             assert!(line.contains("-> the local app answered 500"), "{line}");
         }
     });
     // Still running after the failures; Ctrl-C ends both cleanly.
     for listening in [down, refused] {
-        let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+        let (code, _) = listening.interrupt();
         assert_eq!(code, Some(0));
     }
 }
 
 async fn the_listener_key_is_printed_and_replaced_on_request(server: &TestApp) {
-    let f = server.fixture().await;
-    let shipctl = shipctl_for(server, &f.key);
+    let (_, shipctl) = merchant(server).await;
     // The first --print-secret makes the key; the next ones show the same.
     let first = shipctl
         .run_async(&["listen", "--print-secret"])
@@ -395,14 +183,9 @@ async fn the_listener_key_is_printed_and_replaced_on_request(server: &TestApp) {
 }
 
 async fn listen_reconnects_when_the_stream_ends(server: &TestApp) {
-    let f = server.fixture().await;
+    let (f, shipctl) = merchant(server).await;
     let (url, received) = local_app(StatusCode::OK).await;
-    let shipctl = shipctl_for(server, &f.key);
-    let (listening, old_key) = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        let key = l.ready();
-        (l, key)
-    });
+    let (listening, old_key) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
     // Replacing the key ends the stream: `listen` reconnects by itself and
     // shows the new key.
     let new_key = shipctl
@@ -418,14 +201,13 @@ async fn listen_reconnects_when_the_stream_ends(server: &TestApp) {
     assert_eq!(notes, ["The stream ended; reconnecting in 1 s"]);
 
     server.create_default(&f).await;
-    let got =
-        tokio::task::block_in_place(|| received.recv_timeout(Duration::from_secs(20))).unwrap();
-    let signature = got.headers["x-service-signature"].to_str().unwrap();
+    let got = tokio::task::block_in_place(|| next_got(&received));
+    let signature = header(&got, "x-service-signature");
     assert_eq!(
         webhook_verify::verify(&new_key, &got.body, signature),
         Ok(())
     );
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
 }
 
@@ -436,11 +218,7 @@ async fn a_key_revoked_while_listening_ends_listen_with_exit_3(server: &TestApp)
     let f = server.fixture_with_login().await;
     let (url, _received) = local_app(StatusCode::OK).await;
     let shipctl = shipctl_for(server, &f.key);
-    let listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        l.ready();
-        l
-    });
+    let (listening, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
     let (email, password) = f.credentials();
     let token = server.login(&email, &password).await;
     let (status, keys) =
@@ -483,23 +261,13 @@ async fn listen_outlives_a_server_that_stops(db: Db) {
     let Some(server) = TestApp::spawn(db).await else {
         return;
     };
-    let f = server.fixture().await;
+    let (_, shipctl) = merchant(&server).await;
     let (url, _received) = local_app(StatusCode::OK).await;
-    let shipctl = shipctl_for(&server, &f.key);
-    let mut listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        l.ready();
-        l
-    });
+    let (mut listening, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
     server.stop().await;
     let notes: Vec<String> = tokio::task::block_in_place(|| {
         (0..2)
-            .map(|_| {
-                listening
-                    .stderr
-                    .recv_timeout(Duration::from_secs(20))
-                    .expect("a note per attempt")
-            })
+            .map(|_| listening.note("a note per attempt"))
             .collect()
     });
     assert!(
@@ -513,61 +281,8 @@ async fn listen_outlives_a_server_that_stops(db: Db) {
         "{notes:?}"
     );
     assert!(notes[1].ends_with("reconnecting in 2 s"), "{notes:?}");
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
-}
-
-/// A stand-in for the listener stream on a free port: the `n`-th
-/// connection (from 0) is answered by `serve(n, connection)` (usually
-/// with [`event_stream`]) once its request is read; it closes when `serve`
-/// returns. Returns the base URL and the number of connections so far.
-pub(crate) fn stand_in(
-    serve: impl Fn(usize, &mut TcpStream) + Send + Sync + 'static,
-) -> (String, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let count = Arc::new(AtomicUsize::new(0));
-    let serve = Arc::new(serve);
-    let counted = count.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let n = counted.fetch_add(1, Ordering::SeqCst);
-            let serve = serve.clone();
-            std::thread::spawn(move || {
-                let mut request = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while request.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                serve(n, &mut stream);
-            });
-        }
-    });
-    (format!("http://{addr}/api/v1"), count)
-}
-
-/// Answers with an event stream that starts with `text`.
-pub(crate) fn event_stream(stream: &mut TcpStream, text: &str) -> std::io::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                connection: close\r\n\r\n";
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(text.as_bytes())
-}
-
-pub(crate) fn ready_event(key: &str) -> String {
-    format!(
-        "event: ready\ndata: {{\"signing_key\":{},\"created_at\":\"2026-11-24T09:00:00Z\"}}\n\n",
-        serde_json::to_string(key).unwrap()
-    )
-}
-
-pub(crate) const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
-
-pub(crate) fn shipctl_at(base: &str) -> Shipctl {
-    Shipctl::new()
-        .env("SHIPCTL_BASE_URL", base)
-        .env("SHIPCTL_API_KEY", "sk_test_0123456789abcdefghijABCDEFGHIJ")
 }
 
 /// A stream that ends right after `ready` is reconnected after a pause
@@ -580,15 +295,11 @@ async fn a_stream_that_ends_at_once_is_reconnected_with_back_off() {
     });
     let (url, _received) = local_app(StatusCode::OK).await;
     let shipctl = shipctl_at(&base);
-    let listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        l.ready();
-        l
-    });
+    let (listening, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
     // Connections at about 0, 1, 3 and 7 s.
     tokio::time::sleep(Duration::from_secs(4)).await;
     let made = connections.load(Ordering::SeqCst);
-    let (code, stderr) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, stderr) = listening.interrupt();
     assert_eq!(code, Some(0), "{stderr:?}");
     assert!((2..=4).contains(&made), "{made} connections in 4 s");
     let notes: Vec<&String> = stderr
@@ -624,19 +335,10 @@ async fn a_connection_closed_without_an_answer_is_tried_again() {
     });
     let (url, _received) = local_app(StatusCode::OK).await;
     let shipctl = shipctl_at(&base);
-    let listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        l.ready();
-        l
-    });
+    let (listening, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
     let notes: Vec<String> = tokio::task::block_in_place(|| {
         (0..3)
-            .map(|_| {
-                listening
-                    .stderr
-                    .recv_timeout(Duration::from_secs(20))
-                    .expect("notes until it is connected again")
-            })
+            .map(|_| listening.note("notes until it is connected again"))
             .collect()
     });
     assert_eq!(
@@ -650,7 +352,7 @@ async fn a_connection_closed_without_an_answer_is_tried_again() {
     assert!(notes[1].ends_with("; reconnecting in 2 s"), "{notes:?}");
     assert_eq!(notes[2], "Reconnected", "{notes:?}");
     assert_eq!(connections.load(Ordering::SeqCst), 3);
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
 }
 
@@ -676,17 +378,8 @@ async fn an_endless_event_drops_the_connection_and_reconnects() {
     });
     let (url, _received) = local_app(StatusCode::OK).await;
     let shipctl = shipctl_at(&base);
-    let listening = tokio::task::block_in_place(|| {
-        let l = Listening::start(&shipctl, &["listen", "--forward-to", &url]);
-        l.ready();
-        l
-    });
-    let note = tokio::task::block_in_place(|| {
-        listening
-            .stderr
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a note that the stream broke off")
-    });
+    let (listening, _) = Listening::start_ready(&shipctl, &["listen", "--forward-to", &url]);
+    let note = tokio::task::block_in_place(|| listening.note("a note that the stream broke off"));
     assert!(note.starts_with("The stream broke off"), "{note}");
     assert!(note.contains("longer than 1 MiB"), "{note}");
     let started = Instant::now();
@@ -698,7 +391,7 @@ async fn an_endless_event_drops_the_connection_and_reconnects() {
     // sockets' buffers took.
     let written = sent.load(Ordering::SeqCst);
     assert!(written < 64 << 20, "{written} bytes written");
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
 }
 
@@ -735,11 +428,7 @@ async fn listen_lines_show_control_characters_escaped() {
     let (key, line, got) = tokio::task::block_in_place(|| {
         let (key, _) = listening.ready_after();
         let line = listening.line();
-        (
-            key,
-            line,
-            received.recv_timeout(Duration::from_secs(20)).unwrap(),
-        )
+        (key, line, next_got(&received))
     });
     assert_eq!(got.body, body.as_bytes());
     assert_eq!(key, format!("whsec_key{SHOWN}"));
@@ -752,7 +441,7 @@ async fn listen_lines_show_control_characters_escaped() {
         !line.contains(['\u{7}', '\u{9b}', '\u{7f}', '\u{0}']),
         "{line:?}"
     );
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
 }
 
@@ -784,13 +473,10 @@ async fn a_local_app_that_redirects_is_shown_not_followed() {
     });
     let shipctl = shipctl_at(&base);
     for format in ["table", "ndjson"] {
-        let listening = tokio::task::block_in_place(|| {
-            let l = Listening::start(&shipctl, &["listen", "--forward-to", &url, "-o", format]);
-            l.ready();
-            l
-        });
+        let (listening, _) =
+            Listening::start_ready(&shipctl, &["listen", "--forward-to", &url, "-o", format]);
         let line = tokio::task::block_in_place(|| {
-            received.recv_timeout(Duration::from_secs(20)).unwrap();
+            next_got(&received);
             listening.line()
         });
         if format == "table" {
@@ -803,7 +489,7 @@ async fn a_local_app_that_redirects_is_shown_not_followed() {
             assert_eq!(line["response_status"], 307, "{line}");
             assert_eq!(line["location"], elsewhere.as_str(), "{line}");
         }
-        let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+        let (code, _) = listening.interrupt();
         assert_eq!(code, Some(0));
     }
     assert!(

@@ -9,17 +9,16 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use serde_json::Value;
-use shipment_testkit::{Fixture, TestApp, db_tests};
+use shipment_testkit::{TestApp, db_tests};
 
 use crate::helpers::{Run, Shipctl};
-use crate::listen::{
-    Got, Listening, STAND_IN_KEY, event_stream, local_app, ms_redacted, ready_event, shipctl_at,
-    shipctl_for, stand_in,
+use crate::listen_helpers::{
+    Got, Listening, STAND_IN_KEY, closed_base, create, event_stream, header, local_app, merchant,
+    ms_redacted, ready_event, receive, shipctl_at, shipctl_for, stand_in,
 };
 use crate::snapshot;
 
@@ -80,24 +79,6 @@ fn start_when_ready(shipctl: &Shipctl, args: &[&str], ready: &Path) -> (Listenin
     })
 }
 
-/// Everything a receiver got within 300 ms after the first `n` (which must
-/// come within 20 s each).
-fn receive(received: &mpsc::Receiver<Got>, n: usize) -> Vec<Got> {
-    tokio::task::block_in_place(|| {
-        let mut got: Vec<Got> = (0..n)
-            .map(|_| received.recv_timeout(Duration::from_secs(20)).unwrap())
-            .collect();
-        while let Ok(more) = received.recv_timeout(Duration::from_millis(300)) {
-            got.push(more);
-        }
-        got
-    })
-}
-
-fn header<'a>(got: &'a Got, name: &str) -> &'a str {
-    got.headers[name].to_str().unwrap()
-}
-
 /// Checks that `got` is the delivery `recorded` as it was first sent: the
 /// same body and delivery id, its signature good for `key`. Returns the
 /// signature.
@@ -110,12 +91,6 @@ fn assert_sent_as_recorded<'a>(got: &'a Got, recorded: &Value, key: &str) -> &'a
         recorded["delivery_id"]
     );
     signature
-}
-
-/// An address where nothing listens (a port just freed).
-fn closed_base() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}/api/v1", l.local_addr().unwrap())
 }
 
 /// A `shipctl` with no key, at an address where nothing listens: what
@@ -131,14 +106,6 @@ async fn replay_offline(recording: &Path, url: &str, args: &[&str]) -> Run {
     offline().run_async(&all).await
 }
 
-/// A new shipment's code.
-async fn create(server: &TestApp, f: &Fixture) -> String {
-    server.create_default(f).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn records(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -150,8 +117,7 @@ fn records(path: &Path) -> Vec<Value> {
 async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_byte(
     server: &TestApp,
 ) {
-    let f = server.fixture().await;
-    let shipctl = shipctl_for(server, &f.key);
+    let (f, shipctl) = merchant(server).await;
     let key = shipctl
         .run_async(&["listen", "--print-secret"])
         .await
@@ -298,8 +264,7 @@ async fn until_status_waits_for_one_shipment_and_the_recording_replays_byte_for_
 }
 
 async fn status_and_count_forward_only_matching_changes_then_end(server: &TestApp) {
-    let f = server.fixture().await;
-    let shipctl = shipctl_for(server, &f.key);
+    let (f, shipctl) = merchant(server).await;
     let (url, received) = local_app(StatusCode::OK).await;
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
@@ -372,8 +337,7 @@ async fn status_and_count_forward_only_matching_changes_then_end(server: &TestAp
 }
 
 async fn a_max_wait_that_runs_out_ends_with_exit_1_and_a_refused_key_with_3(server: &TestApp) {
-    let f = server.fixture().await;
-    let shipctl = shipctl_for(server, &f.key);
+    let (_, shipctl) = merchant(server).await;
     // A code no shipment has: nothing it waits for can come.
     let code = "SHP-0000-0000";
     let started = Instant::now();
@@ -527,7 +491,7 @@ async fn the_ready_file_appears_only_once_connected() {
     assert_eq!(pid, format!("{}\n", listening.child.id()));
     // No temporary file is left beside it.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    let (code, _) = tokio::task::block_in_place(|| listening.interrupt());
+    let (code, _) = listening.interrupt();
     assert_eq!(code, Some(0));
 }
 

@@ -7,6 +7,7 @@ mod doctor;
 mod helpers;
 mod import;
 mod listen;
+mod listen_helpers;
 mod listen_scripts;
 mod offline;
 mod online;
