@@ -146,3 +146,20 @@ async fn duplicates(app: &TestApp, f: &Fixture, times: u32) -> (StatusCode, Valu
     )
     .await
 }
+
+/// A webhook the merchant of `f` (a fixture with a password) registers at
+/// `url` once signed in: its dashboard token, the webhook's id and its
+/// signing key.
+async fn signed_in_webhook(app: &TestApp, f: &Fixture, url: &str) -> (String, i64, String) {
+    let (email, password) = f.credentials();
+    let token = app.login(&email, &password).await;
+    let (status, hook) = send(
+        app.bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": url })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{hook}");
+    let id = hook["webhook_id"].as_i64().unwrap();
+    let key = hook["signing_key"].as_str().unwrap().to_owned();
+    (token, id, key)
+}

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use shipment_sdk::model::MerchantId;
 
 use crate::receiver::{Received, Receiver};
-use crate::{advance, duplicates, wait_for_empty_outbox};
+use crate::{advance, duplicates, signed_in_webhook, wait_for_empty_outbox};
 use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
@@ -24,15 +24,7 @@ db_tests!(
 /// Signs the fixture's merchant in and registers `url` as its webhook;
 /// returns the signing key.
 async fn register_webhook(app: &TestApp, f: &Fixture, url: &str) -> String {
-    let (email, password) = f.credentials();
-    let token = app.login(&email, &password).await;
-    let (status, hook) = send(
-        app.bearer(Method::POST, "/webhooks", &token)
-            .json(&json!({ "url": url })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{hook}");
-    hook["signing_key"].as_str().unwrap().to_owned()
+    signed_in_webhook(app, f, url).await.2
 }
 
 fn json_of(r: &Received) -> Value {

@@ -15,6 +15,7 @@ use shipment_testkit::{Fixture, TestApp, db_tests, send};
 
 use crate::listen::next;
 use crate::receiver::{Received, Receiver};
+use crate::signed_in_webhook;
 
 db_tests!(
     a_callers_trace_reaches_its_deliveries_and_listener_events,
@@ -53,15 +54,7 @@ fn code_of(r: &Received) -> String {
 async fn merchant_with_webhook(app: &TestApp) -> (Receiver, Fixture, String, i64) {
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
     let f = app.fixture_with_login().await;
-    let (email, password) = f.credentials();
-    let token = app.login(&email, &password).await;
-    let (status, hook) = send(
-        app.bearer(Method::POST, "/webhooks", &token)
-            .json(&json!({ "url": receiver.url })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{hook}");
-    let hook = hook["webhook_id"].as_i64().unwrap();
+    let (token, hook, _) = signed_in_webhook(app, &f, &receiver.url).await;
     (receiver, f, token, hook)
 }
 

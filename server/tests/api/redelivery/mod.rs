@@ -22,11 +22,13 @@ use axum::routing::post;
 use axum_server::tls_rustls::RustlsConfig;
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use shipment_server::harness::DataKey;
 use shipment_server::harness::{DispatchSettings, Dispatcher};
 
 use shipment_testkit::{Db, Fixture, TestApp, WAIT, ca, send};
+
+use crate::signed_in_webhook;
 
 /// What the switchable receiver got: headers and the body, byte for byte.
 #[derive(Debug, Clone)]
@@ -139,16 +141,7 @@ fn version_of(got: &Got) -> i64 {
 /// id, signing key).
 async fn merchant_with_webhook(app: &TestApp, url: &str) -> (Fixture, String, i64, String) {
     let f = app.fixture_with_login().await;
-    let (email, password) = f.credentials();
-    let token = app.login(&email, &password).await;
-    let (status, hook) = send(
-        app.bearer(Method::POST, "/webhooks", &token)
-            .json(&json!({ "url": url })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{hook}");
-    let id = hook["webhook_id"].as_i64().unwrap();
-    let key = hook["signing_key"].as_str().unwrap().to_owned();
+    let (token, id, key) = signed_in_webhook(app, &f, url).await;
     (f, token, id, key)
 }
 
