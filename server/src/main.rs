@@ -10,6 +10,7 @@ use shipment_server::admin::{self, AdminCommand, Output};
 use shipment_server::config::{DatabaseArgs, EnvironmentArgs};
 use shipment_server::telemetry;
 use shipment_server::{Application, Config, Store, shutdown_signal};
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -108,11 +109,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let demo = matches!(cli.command, Command::Demo { .. });
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let log_filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_log_filter(demo, cli.verbose).into());
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
     // Built here, before the runtime: the exporter's blocking client runs
     // one of its own. Nothing is built without an endpoint.
     let otlp = match &cli.command {
@@ -131,20 +129,26 @@ fn main() -> ExitCode {
         },
         _ => None,
     };
+    // Each layer has its own filter: the logs follow RUST_LOG and -v, the
+    // exported spans `TRACE_FILTER`, so an operator who quiets the logs
+    // (RUST_LOG=warn) does not stop the traces asked for with
+    // --otlp-endpoint, nor does -vv export every debug span.
+    let traces = otlp.as_ref().map(|o| {
+        o.layer()
+            .with_filter(tracing_subscriber::EnvFilter::new(telemetry::TRACE_FILTER))
+    });
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let traced = tracing_subscriber::registry().with(traces);
     match cli.log_format {
-        LogFormat::Text => {
-            let layer = otlp.as_ref().map(telemetry::Otlp::layer);
-            logs.finish().with(layer).init();
-        }
-        LogFormat::Json => {
-            let layer = otlp.as_ref().map(telemetry::Otlp::layer);
-            logs.json()
-                .with_current_span(true)
-                .with_span_list(false)
-                .finish()
-                .with(layer)
-                .init();
-        }
+        LogFormat::Text => traced.with(logs.with_filter(log_filter)).init(),
+        LogFormat::Json => traced
+            .with(
+                logs.json()
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_filter(log_filter),
+            )
+            .init(),
     }
     let provider = otlp.map(|o| o.provider);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime starts");

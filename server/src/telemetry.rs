@@ -25,6 +25,14 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
+/// Which spans (and events inside them) `serve --otlp-endpoint` exports,
+/// as an `EnvFilter` directive: the request span, each webhook delivery's
+/// span, and the request's own log lines as their events; not the store's
+/// debug spans (a group commit, a batched read), which belong to many
+/// requests at once. Apart from the log filter (`RUST_LOG`, `-v`), so
+/// quieter logs do not stop the export, nor do debug logs widen it.
+pub const TRACE_FILTER: &str = "shipment_server=info,tower_http=info";
+
 /// The W3C Trace Context header naming the caller's span.
 pub const TRACEPARENT: &str = "traceparent";
 /// The W3C Trace Context header with vendors' extra state.
