@@ -20,7 +20,9 @@
 # DB_CONNECTIONS (the server's --db-max-connections; its default, 8, when
 # unset), SERVER_BIN (a
 # server binary to measure instead of building this checkout's, for a
-# before-and-after comparison).
+# before-and-after comparison), OTLP=1 (the server exports its spans with
+# `--otlp-endpoint` to a collector here that takes and discards them, a
+# Python HTTP server beside wrk; it prints what it took at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-sqlite}"
@@ -39,7 +41,7 @@ else
   bin="$PWD/target/release/shipment-server"
 fi
 work="$(mktemp -d)"
-trap 'kill "${server_pid:-0}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "${server_pid:-0}" ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
 case "$backend" in
   sqlite) export DATABASE_URL="sqlite://$work/bench.db" ;;
@@ -47,7 +49,7 @@ case "$backend" in
     admin_url="${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
     db="shipments_bench_$$"
     psql -q "$admin_url" -c "CREATE DATABASE $db"
-    trap 'kill "${server_pid:-0}" 2>/dev/null || true; wait 2>/dev/null || true; psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; rm -rf "$work"' EXIT
+    trap 'kill "${server_pid:-0}" ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; rm -rf "$work"' EXIT
     export DATABASE_URL="${admin_url%/*}/$db" ;;
   *) echo "usage: $0 sqlite|postgres" >&2; exit 2 ;;
 esac
@@ -61,6 +63,25 @@ key=$(admin create-api-key --merchant-id "$merchant" | field key)
 courier=$(admin create-courier --name Swift | field courier_company_id)
 admin link-courier --merchant-id "$merchant" --courier-id "$courier" >/dev/null
 
+if [ "${OTLP:-0}" = 1 ]; then
+  # A collector that answers every export 200 and keeps only a count: what
+  # is measured is the server's side of exporting.
+  python3 -u - "$work/otlp.count" <<'PY' &
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    exports = 0
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+        Sink.exports += 1
+        open(sys.argv[1], "w").write(f"{Sink.exports}\n")
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", 14318), Sink).serve_forever()
+PY
+  sink_pid=$!
+  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:14318
+fi
 "$bin" serve --addr "127.0.0.1:$PORT" ${DB_CONNECTIONS:+--db-max-connections "$DB_CONNECTIONS"} &
 server_pid=$!
 base="http://127.0.0.1:$PORT/api/v1"
@@ -149,3 +170,6 @@ run courier "GET /shipments?page_size=100&courier_company_id=..." -H "X-API-KEY:
 run dates "GET /shipments?page_size=100&created_after=..." -H "X-API-KEY: $key" \
   "$base/shipments?page_size=100&created_after=2000-01-01T00:00:00Z"
 run post "POST /shipments" -s "$work/post.lua" "$base/shipments"
+if [ -n "${sink_pid:-}" ]; then
+  echo; echo "OTLP exports the collector took: $(cat "$work/otlp.count" 2>/dev/null || echo 0)"
+fi
