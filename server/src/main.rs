@@ -1,6 +1,7 @@
 //! `shipment-server`: parse the command line, start logging, run.
 #![warn(missing_docs)]
 
+use std::io::IsTerminal as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 
@@ -137,7 +138,12 @@ fn main() -> ExitCode {
         o.layer()
             .with_filter(tracing_subscriber::EnvFilter::new(telemetry::TRACE_FILTER))
     });
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours for a person at a terminal only: `docker logs`, CI logs and
+    // files read the escape codes as text (as does anyone with NO_COLOR).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let traced = tracing_subscriber::registry().with(traces);
     match cli.log_format {
         LogFormat::Text => traced.with(logs.with_filter(log_filter)).init(),

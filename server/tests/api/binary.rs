@@ -188,6 +188,39 @@ async fn the_demo_prints_working_credentials_and_stops_gracefully() {
     terminate(child).await;
 }
 
+/// Logs read by `docker logs`, a CI job or a file are plain text: colour
+/// only when stderr is a terminal (it is a pipe here).
+#[tokio::test]
+async fn logs_to_a_pipe_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("a.db").display());
+    let mut child = server()
+        .args(["serve", "--addr", "127.0.0.1:0", "--database-url", &db])
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let serving = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("serving") {
+                return line;
+            }
+        }
+        panic!("the server ended without logging that it serves");
+    })
+    .await
+    .expect("a log line within 30 s");
+    assert!(!serving.contains('\u{1b}'), "{serving:?}");
+    assert!(
+        serving.contains(" INFO shipment_server: serving addr=127.0.0.1:"),
+        "{serving:?}"
+    );
+    terminate(child).await;
+}
+
 #[tokio::test]
 async fn the_simulating_demo_moves_shipments_by_itself() {
     let dir = tempfile::tempdir().unwrap();
