@@ -108,17 +108,23 @@ where
     }
 }
 
-/// Waits until the outbox is empty: every change written so far has been
-/// delivered (for a test that then counts what arrived, or that nothing
-/// more does).
-async fn wait_for_empty_outbox(app: &TestApp) {
-    for _ in 0..400 {
-        if app.store.outbox_backlog().await.unwrap().depth == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Waits up to `within` until the outbox of `store` is empty: every change
+/// written so far has been delivered (for a test that then counts what
+/// arrived, or that nothing more does).
+async fn outbox_drained(store: &Store, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while store.outbox_backlog().await.unwrap().depth > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the outbox never drained"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the outbox never drained");
+}
+
+/// [`outbox_drained`] for a test's own server, within 20 s.
+async fn wait_for_empty_outbox(app: &TestApp) {
+    outbox_drained(&app.store, Duration::from_secs(20)).await;
 }
 
 /// The test control that moves shipment `code` of `f`'s merchant through

@@ -16,6 +16,7 @@ use shipment_server::harness::{Pool, PoolSettings, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::outbox_drained;
 use crate::receiver::{Receiver, ca};
 use shipment_testkit::{Db, FreshDb};
 
@@ -158,16 +159,6 @@ async fn drive(
     Some(())
 }
 
-async fn wait_until_outbox_drained(store: &Store) {
-    for _ in 0..600 {
-        if store.outbox_backlog().await.unwrap().depth == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the outbox never drained");
-}
-
 /// Every (code, version) the database holds.
 async fn committed_changes(store: &Store) -> Vec<(String, i64)> {
     let sql = "SELECT code, version FROM shipments";
@@ -229,7 +220,7 @@ async fn a_killed_server_loses_no_committed_change(db: Db) {
     }
 
     let second = start_server(&fresh.url, &data_key, LEASE_TAKEOVER).await;
-    wait_until_outbox_drained(&store).await;
+    outbox_drained(&store, Duration::from_secs(30)).await;
     let got: HashSet<(String, i64)> = received_changes(&receiver).into_iter().collect();
     let committed = committed_changes(&store).await;
     assert!(committed.len() >= 10, "{} shipments", committed.len());
@@ -285,7 +276,7 @@ async fn two_servers_deliver_every_change_exactly_once(db: Db) {
     for task in tasks {
         task.await.unwrap();
     }
-    wait_until_outbox_drained(&store).await;
+    outbox_drained(&store, Duration::from_secs(30)).await;
     let got = received_changes(&receiver);
     let mut per_change: HashMap<(String, i64), usize> = HashMap::new();
     for change in &got {

@@ -13,6 +13,7 @@ use shipment_server::harness::{DispatchSettings, Dispatcher};
 use shipment_testkit::{TestApp, WAIT, db_tests};
 
 use super::browser::{Browser, signed_in};
+use crate::outbox_drained;
 
 db_tests!(failed_deliveries_are_sent_again_from_the_pages);
 db_tests!(
@@ -53,19 +54,6 @@ async fn logged(app: &TestApp, id: i64, n: u64) -> Vec<shipment_server::harness:
         assert!(
             tokio::time::Instant::now() < deadline,
             "{total} of {n} attempts"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits until nothing is left in the outbox (a redelivery still waiting
-/// is not queued again by "Redeliver failures since…").
-async fn drained(app: &TestApp) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while app.store.outbox_backlog().await.unwrap().depth > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the outbox never drained"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -148,7 +136,7 @@ async fn failed_deliveries_are_sent_again_from_the_pages(app: &TestApp) {
         format!("/shipments/{code}?redelivered={first}")
     );
     // Sent before it is asked for again (one waits at a time).
-    drained(app).await;
+    outbox_drained(&app.store, WAIT).await;
     let crafted = browser
         .submit(
             &page,
@@ -175,7 +163,7 @@ async fn failed_deliveries_are_sent_again_from_the_pages(app: &TestApp) {
 
     // "Redeliver failures since…": the one change, once, however many of
     // its attempts failed.
-    drained(app).await;
+    outbox_drained(&app.store, WAIT).await;
     let bulk = browser
         .submit(
             &page,
