@@ -426,7 +426,7 @@ impl World {
                 let key = ok(send(app.bearer(Method::POST, "/api-keys", &self.a_token))).await;
                 key["id"].as_i64().unwrap()
             }
-            "DELETE /webhooks/{id}" => self.webhook(app).await,
+            "DELETE /webhooks/{id}" | "PATCH /webhooks/{id}" => self.webhook(app).await,
             "DELETE /testing/merchants/{id}" => self.a.merchant_id,
             _ => self.hook,
         };
@@ -459,13 +459,50 @@ impl World {
             "POST /testing/shipments/{code}/advance" => Some(json!({"to": "in_transit"})),
             "POST /testing/webhooks/duplicates" => Some(json!({"times": 1})),
             "POST /webhooks" => Some(json!({"url": format!("{}?matrix={n}", self.receiver.url)})),
-            "PATCH /webhooks/{id}" => Some(json!({"active": true})),
+            "PATCH /webhooks/{id}" => Some(json!({"active": false})),
             "POST /webhooks/{id}/redeliver" => {
                 Some(json!({"failed_since": "2020-01-01T00:00:00Z"}))
             }
             _ => None,
         };
         (path, body)
+    }
+
+    /// What A sees of the object `operation` would change at `path`, for
+    /// a refused cell to show that it changed nothing; `None` for an
+    /// operation that changes none of A's objects.
+    async fn a_view(&self, app: &TestApp, operation: &str, path: &str) -> Option<Value> {
+        let (status, view) = match operation {
+            _ if path.contains("/SHP-") => {
+                let code = path.split('/').find(|s| s.starts_with("SHP-")).unwrap();
+                send(app.req(Method::GET, &format!("/shipments/{code}"), &self.a.key)).await
+            }
+            "DELETE /api-keys/{id}" => {
+                let (status, keys) =
+                    send(app.bearer(Method::GET, "/api-keys", &self.a_token)).await;
+                // Ids only: a key's `last_used_at` moves as the cells use it.
+                let ids: Vec<_> = keys["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k["id"].clone())
+                    .collect();
+                (status, json!(ids))
+            }
+            "DELETE /webhooks/{id}" | "PATCH /webhooks/{id}" => {
+                send(app.bearer(Method::GET, "/webhooks", &self.a_token)).await
+            }
+            // A is still there while its key works (once A is gone, the
+            // view stays the 401 it is).
+            "DELETE /testing/merchants/{id}" => {
+                let (status, _) =
+                    send(app.req(Method::GET, "/merchant-couriers", &self.a.key)).await;
+                return Some(json!(status.as_u16()));
+            }
+            _ => return None,
+        };
+        assert_eq!(status, StatusCode::OK, "{operation}: A's view: {view}");
+        Some(view)
     }
 
     /// A request of `caller` to `path` under `/api/v1`.
@@ -573,12 +610,24 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
             let known = until_fixed.get(&(*operation, *caller));
             let expected = known.copied().unwrap_or(*intended);
             let (path, body) = world.cell(app, operation, *caller).await;
+            let before = match expected {
+                400.. => world.a_view(app, operation, &path).await,
+                _ => None,
+            };
             let mut r = world.request(app, method.clone(), &path, *caller);
             if let Some(body) = &body {
                 r = r.json(body);
             }
             let got = call(r).await;
             let cell = format!("{operation} as {caller:?}");
+            if let Some(before) = before {
+                let after = world.a_view(app, operation, &path).await.unwrap();
+                if after != before {
+                    wrong.push(format!(
+                        "{cell}: refused, yet A's object changed from {before} to {after}"
+                    ));
+                }
+            }
             if got.status.as_u16() != expected {
                 wrong.push(format!(
                     "{cell}: expected {expected}, got {}: {}",
