@@ -245,6 +245,8 @@ struct World {
     b_token: String,
     ended_token: String,
     deleted_key: String,
+    /// A's key named with the marker: what verifying it shows is checked.
+    named_key: String,
     /// The test merchant A made: its key, courier key and driver.
     tm_key: String,
     tm_courier_key: String,
@@ -276,11 +278,14 @@ impl World {
         assert_eq!(status, StatusCode::NO_CONTENT);
 
         // A key named with the marker, listed to A only; and one deleted.
-        ok(send(
+        let named_key = ok(send(
             app.bearer(Method::POST, "/api-keys", &a_token)
                 .json(&json!({"name": marker})),
         ))
-        .await;
+        .await["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let deleted = ok(send(app.bearer(Method::POST, "/api-keys", &a_token))).await;
         let id = deleted["id"].as_i64().unwrap();
         ok(send(app.bearer(
@@ -328,6 +333,7 @@ impl World {
             b_token,
             ended_token,
             deleted_key: deleted["key"].as_str().unwrap().to_owned(),
+            named_key,
             hook,
             delivery,
             code,
@@ -439,7 +445,7 @@ impl World {
         let n = self.next();
         let body = match operation {
             "POST /api-keys" => Some(json!({"name": format!("matrix {n}")})),
-            "POST /api-keys/verify" => Some(json!({"key": self.a.key})),
+            "POST /api-keys/verify" => Some(json!({"key": self.named_key})),
             "POST /auth/login" => {
                 let (email, password) = self.a.credentials();
                 Some(json!({"email": email, "password": password}))
@@ -767,6 +773,8 @@ fn dashboard_routes() -> BTreeSet<String> {
 struct Visitors {
     browsers: Vec<(Visitor, Browser, String)>,
     a: Fixture,
+    /// A's key named with the marker: what verifying it shows is checked.
+    named_key: String,
     token: String,
     hook: i64,
     delivery: i64,
@@ -805,11 +813,14 @@ impl Visitors {
         // The cookie is a session of the API's kind: A's objects are made
         // with it.
         let token = browser_a.session_token().unwrap();
-        ok(send(
+        let named_key = ok(send(
             app.bearer(Method::POST, "/api-keys", &token)
                 .json(&json!({"name": marker})),
         ))
-        .await;
+        .await["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let hook = ok(send(
             app.bearer(Method::POST, "/webhooks", &token)
                 .json(&json!({"url": format!("{}?owner={marker}", receiver.url)})),
@@ -835,6 +846,7 @@ impl Visitors {
                 (Visitor::SignedOut, ended, csrf_ended),
             ],
             a,
+            named_key,
             token,
             hook,
             delivery,
@@ -909,7 +921,7 @@ impl Visitors {
                     .await;
             }
             "/keys" => vec![("name", "matrix")],
-            "/keys/verify" => vec![("key", self.a.key.as_str())],
+            "/keys/verify" => vec![("key", self.named_key.as_str())],
             "/webhooks" => vec![("url", url.as_str())],
             "/webhooks/{id}/redeliver" => vec![("failed_since", "2020-01-01T00:00")],
             _ => vec![],
