@@ -294,6 +294,25 @@ pub struct Config {
     /// production`.
     #[arg(long, env = "SHIPMENT_TEST_CONTROLS")]
     pub test_controls: bool,
+    /// With `--test-controls`: how many merchants made by
+    /// `POST /testing/merchants` with one merchant's keys may exist at
+    /// once; one more is 429 until a test deletes one.
+    #[arg(
+        long,
+        env = "SHIPMENT_MAX_TEST_MERCHANTS_PER_CALLER",
+        value_name = "N",
+        default_value_t = crate::app::testing::merchants::DEFAULT_MAX_PER_CALLER
+    )]
+    pub max_test_merchants_per_caller: u64,
+    /// With `--test-controls`: how many merchants made by
+    /// `POST /testing/merchants` may exist at once in all.
+    #[arg(
+        long,
+        env = "SHIPMENT_MAX_TEST_MERCHANTS",
+        value_name = "N",
+        default_value_t = crate::app::testing::merchants::DEFAULT_MAX_TOTAL
+    )]
+    pub max_test_merchants: u64,
     /// Apply this fixtures file (TOML: couriers with their keys and
     /// drivers, merchants with their sign-in, API keys, linked couriers and
     /// webhooks; at most 1 MiB) before serving, idempotently; a malformed
@@ -334,6 +353,8 @@ impl Config {
             dashboard_addr: None,
             dashboard_secure_cookies: false,
             test_controls: false,
+            max_test_merchants_per_caller: crate::app::testing::merchants::DEFAULT_MAX_PER_CALLER,
+            max_test_merchants: crate::app::testing::merchants::DEFAULT_MAX_TOTAL,
             fixtures: None,
             otlp: OtlpArgs::default(),
         }

@@ -70,9 +70,14 @@ impl Application {
         {
             return Err(StartError::TestControlsInProduction);
         }
-        let test_controls = config
-            .test_controls
-            .then(|| std::sync::Arc::new(app::testing::TestControls::default()));
+        let test_controls = config.test_controls.then(|| {
+            std::sync::Arc::new(app::testing::TestControls::new(
+                store::merchants::TestMerchantLimits {
+                    per_caller: config.max_test_merchants_per_caller,
+                    total: config.max_test_merchants,
+                },
+            ))
+        });
         let store = Store::connect(&config.database.database_url, config.database.pool()).await?;
         store.migrate().await?;
         let data_key = config.data_key.load()?;

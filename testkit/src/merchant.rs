@@ -13,9 +13,11 @@ use crate::{WebhookInbox, WebhookReceiver};
 
 /// A merchant made for one test by [`TestServer::new_merchant`](crate::TestServer::new_merchant)
 /// (crate::TestServer::new_merchant): its own API key, sign-in, courier
-/// company links, a courier key and a driver, and a webhook inbox of its
-/// own. Its shipments, deliveries, faults and listener events are invisible
-/// to every other merchant, so tests sharing one server run in parallel.
+/// companies of its own (copies of the first merchant's, priced the same),
+/// a courier key and a driver, and a webhook inbox of its own. Its
+/// shipments, deliveries, faults and listener events are invisible to
+/// every other merchant, and its courier key sees only its shipments, so
+/// tests sharing one server run in parallel.
 ///
 /// [`delete`](Self::delete) removes it and everything it owns; a merchant
 /// not deleted goes with its server.
@@ -28,7 +30,7 @@ pub struct TestMerchant {
     pub email: String,
     /// Its dashboard password.
     pub password: String,
-    /// The courier companies linked to it (the server's first merchant's).
+    /// Its own courier companies (copies of the server's first merchant's).
     pub courier_company_ids: Vec<CourierId>,
     /// A key (`ck_test_…`) of its first courier company, for
     /// `/courier/...` routes; `None` when none is linked.

@@ -180,8 +180,8 @@ impl TestServer {
     }
 
     /// A fresh merchant for one test (`POST /testing/merchants`, asked with
-    /// the first merchant's key): its own key, sign-in, the first
-    /// merchant's courier companies linked, a courier key and a driver,
+    /// the first merchant's key): its own key, sign-in, courier companies
+    /// of its own priced as the first merchant's, a courier key and a driver,
     /// and a verified webhook inbox of its own. Tests that share one
     /// server each take one and see only their own shipments, deliveries,
     /// faults and listener events.

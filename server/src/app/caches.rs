@@ -70,9 +70,9 @@ impl PricingMemo {
         Ok(found)
     }
 
-    /// Forgets every price remembered for `merchant_id`: its links are
-    /// gone (the test controls' merchant deletion), and on SQLite a new
-    /// merchant may take its id.
+    /// Forgets every price remembered for `merchant_id`: its links and its
+    /// own companies are gone (the test controls' merchant deletion), so
+    /// nothing of it is worth the memory.
     pub(crate) fn forget_merchant(&self, merchant_id: MerchantId) {
         self.0.forget_where(|| {}, |(m, _), _| *m == merchant_id);
     }
@@ -119,8 +119,9 @@ impl ListedMemo {
     }
 
     /// Forgets every listed shipment of `merchant_id`: its rows are
-    /// deleted (the test controls' merchant deletion), and on SQLite a new
-    /// shipment may take a deleted one's id at the same first version.
+    /// deleted (the test controls' merchant deletion). No id is given
+    /// again, and a page serves a remembered row only to its owner
+    /// (`app::listed::page`), so this only frees the memory at once.
     pub(crate) fn forget_merchant(&self, merchant_id: MerchantId) {
         self.0
             .forget_where(|| {}, |_, listed| listed.merchant_id == merchant_id);

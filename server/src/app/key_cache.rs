@@ -103,6 +103,7 @@ impl KeyCache {
     pub(crate) fn forget(&self, revoked: Revoked) {
         let (kind, key_id) = match revoked.credential() {
             Credential::ApiKey(id) => (KeyKind::Merchant, id.get()),
+            Credential::CourierKey(id) => (KeyKind::Courier, id.get()),
             Credential::Session(_) => return,
         };
         self.entries.forget_where(
@@ -166,6 +167,14 @@ mod tests {
                     // which answer `Revoked`, on either engine.
                     // (and the test controls' `Store::delete_merchant`,
                     // which answers one `Revoked` per key and session).
+                    // The test controls' deletion of a test merchant's own
+                    // companies (`Store::delete_test_merchant`), which
+                    // answers one `Revoked` per courier key.
+                    ("courier_keys", Verb::Delete) => {
+                        sql.starts_with("DELETE FROM courier_keys WHERE courier_company_id IN")
+                            && sql.ends_with("RETURNING id")
+                            || sql.contains(&announced("courier_key"))
+                    }
                     ("api_keys", Verb::Delete) => {
                         sql == "DELETE FROM api_keys WHERE merchant_id = $1 AND id = $2 RETURNING id"
                             || sql == "DELETE FROM api_keys WHERE merchant_id = $1 RETURNING id"
@@ -195,9 +204,9 @@ mod tests {
             }
         }
         assert_eq!(
-            deletions, 10,
+            deletions, 12,
             "both engines' deletions of a key and of a session, the pruning, and the \
-             merchant deletion's (keys and sessions on both engines, the merchant)"
+             merchant deletion's (keys, courier keys and sessions on both engines, the merchant)"
         );
     }
 

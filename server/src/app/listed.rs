@@ -4,12 +4,16 @@
 //! as JSON (`Store::list_shipments` says how each engine reads them).
 //!
 //! Why it may: a shipment's `version` goes up with every change written to
-//! its row, and rows are never deleted (so an id is never used again), so
-//! an id and a version name one content for good, in every process sharing
-//! the database. A row changed elsewhere comes back with another version
-//! and is read again. The memory lasts [`LISTED_MEMORY_TTL`], which only
-//! bounds how long a hand edit of a row that leaves its `version` alone
-//! goes unseen.
+//! its row, and no id is ever given out twice (PostgreSQL's identity
+//! columns never go back, SQLite's ids are `AUTOINCREMENT`: migration 0012),
+//! so an id and a version name one content for good, in every process
+//! sharing the database, even after a test merchant's shipments are
+//! deleted. A row changed elsewhere comes back with another version and is
+//! read again. The memory lasts [`LISTED_MEMORY_TTL`], which only bounds
+//! how long a hand edit of a row that leaves its `version` alone goes
+//! unseen. And as a second wall, a remembered row is served only to an
+//! actor that may see it today (`Actor::may_see`): whatever the memory
+//! holds, a page never shows another merchant's shipment.
 //!
 //! The rule is held by two tests: `every_update_of_a_shipment_sets_its_version`
 //! fails on any statement of the server that updates `shipments` without
@@ -37,7 +41,18 @@ pub(crate) async fn page(
     actor: Actor,
     query: &ListQuery,
 ) -> Result<(Vec<ListedShipment>, u64)> {
-    let held = |rows: &[RowVersion]| state.listed.get_each(rows);
+    let held = |rows: &[RowVersion]| {
+        let mut held = state.listed.get_each(rows);
+        for slot in &mut held {
+            if slot
+                .as_ref()
+                .is_some_and(|l| !actor.may_see(l.merchant_id, l.courier_company_id))
+            {
+                *slot = None;
+            }
+        }
+        held
+    };
     let (rows, total) = state.store.list_shipments(actor, query, held).await?;
     let mut read = Vec::new();
     let shipments = rows

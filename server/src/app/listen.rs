@@ -186,6 +186,8 @@ impl Feed {
                 .await
                 .map(|key| key.is_some()),
             Credential::Session(id) => store.session_is_live(id).await,
+            // Never opens a stream (the route takes merchants' credentials).
+            Credential::CourierKey(_) => Ok(false),
         };
         works.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "a listener's credential could not be checked; ending its stream");

@@ -48,6 +48,10 @@ impl From<TestingError> for ApiError {
             | TestingError::DeliveriesInFlight(_)) => {
                 ApiError::conflict(ProblemCode::InvalidState, e.to_string())
             }
+            e @ TestingError::TooManyTestMerchants { .. } => {
+                ApiError::rate_limited(e.to_string(), merchants::LIMIT_RETRY_AFTER_SECS)
+            }
+            e @ TestingError::NotATestMerchant => ApiError::forbidden(e.to_string()),
             TestingError::App(e) => e.into(),
         }
     }
@@ -236,14 +240,19 @@ async fn duplicate_deliveries(
     tag = "testing",
     summary = "Make a fresh merchant for one test",
     description = "Any API key of the server may ask, so a CI file needs only its one fixed \
-                   key. The new merchant gets an API key, a sign-in e-mail and password, the \
-                   courier companies linked (the caller's, or those named in \
-                   `courier_company_ids`), a courier key and a driver of the first of them \
-                   (both stay with the company when the merchant is deleted), and a webhook \
-                   per URL of `webhook_urls` with its signing key. Everything it owns is \
-                   invisible to every other merchant. Limits: `name` at most 100 characters, \
-                   at most 20 courier companies and 10 webhook URLs. The whole body is \
-                   checked before anything is made.",
+                   key. The new merchant gets an API key, a sign-in e-mail and password, \
+                   courier companies of its own (a copy, priced the same, of each company \
+                   linked to the caller, or of each named in `courier_company_ids`, which must \
+                   be linked to the caller: any other id is 400 `invalid_field`, with one \
+                   message whether the company exists or not), a courier key and a driver of \
+                   the first of them, and a webhook per URL of `webhook_urls` with its signing \
+                   key. Everything it owns is invisible to every other merchant, and its \
+                   courier key sees and moves only its shipments. Limits: `name` at most 100 \
+                   characters, at most 20 courier companies and 10 webhook URLs; at most 100 \
+                   test merchants made by one merchant's keys and 1000 in all may exist at \
+                   once (the server's `--max-test-merchants-per-caller` and \
+                   `--max-test-merchants`), one more is 429 `rate_limited` with `Retry-After`. \
+                   The whole body is checked before anything is made.",
     security(("api_key" = [])),
     request_body = NewMerchant,
     responses(
@@ -264,16 +273,18 @@ async fn create_merchant(
     delete,
     path = "/testing/merchants/{id}",
     tag = "testing",
-    summary = "Delete this merchant and everything it owns",
+    summary = "Delete this test merchant and everything it owns",
     description = "Asked with the merchant's own key (another merchant's id is 404 \
-                   `not_found`). Removes its shipments (they leave its courier companies' \
-                   lists too), outbox rows and delivery log, webhooks, signing keys, API keys \
-                   and sessions (refused at once, in every process on PostgreSQL; an open \
-                   listen stream ends), courier links, idempotency keys, and the faults and \
-                   duplicate deliveries armed in this process. Courier companies, their keys \
-                   and drivers stay. A change being delivered right now holds the deletion \
-                   back up to 10 s, then it is 409 `invalid_state`; changes not yet sent are \
-                   dropped unsent.",
+                   `not_found`), for a merchant `POST /testing/merchants` made: any other \
+                   merchant (of the fixtures file, `admin` or the demo) is 403 `forbidden`, \
+                   and stays. Removes its shipments, outbox rows and delivery log, webhooks, \
+                   signing keys, API keys and sessions (refused at once, in every process on \
+                   PostgreSQL; an open listen stream ends), courier links, its own courier \
+                   companies with their courier keys (refused at once likewise) and drivers, \
+                   idempotency keys, and the faults and duplicate deliveries armed in this \
+                   process. A change being delivered right now holds the deletion back up to \
+                   10 s, then it is 409 `invalid_state`; changes not yet sent are dropped \
+                   unsent.",
     security(("api_key" = [])),
     params(IdParam),
     responses(

@@ -200,7 +200,7 @@ impl Tx {
         name: &str,
     ) -> Result<Option<CourierFees>, StoreError> {
         let sql = "SELECT id, base_fee_minor, per_kg_minor, per_km_minor FROM courier_companies \
-                   WHERE name = $1 ORDER BY id LIMIT 1";
+                   WHERE name = $1 AND test_merchant_id IS NULL ORDER BY id LIMIT 1";
         Ok(self.query(sql).bind(name).fetch_optional().await?)
     }
 

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use shipment_sdk::model::{ApiKeyId, MerchantId};
 
 use super::{Store, StoreError, Tx, now};
-use crate::domain::ids::{EventId, SessionId};
+use crate::domain::ids::{CourierKeyId, EventId, SessionId};
 
 /// A sealed signing key and when it was made.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -77,6 +77,10 @@ pub(crate) enum Credential {
     ApiKey(ApiKeyId),
     /// A dashboard session (`Authorization: Bearer`), by its id.
     Session(SessionId),
+    /// A courier company's key, by its id: deleted only with a test
+    /// merchant's own company. It opens no listener stream; key caches
+    /// remember it.
+    CourierKey(CourierKeyId),
 }
 
 /// A credential whose deletion committed: only the store's deletions (and
@@ -100,13 +104,14 @@ impl Revoked {
     }
 
     /// The revocation a [`REVOKED_CHANNEL`] notification announces, if its
-    /// payload is one (`api_key:<id>` or `session:<id>`).
+    /// payload is one (`api_key:<id>`, `session:<id>` or `courier_key:<id>`).
     pub(crate) fn announced(payload: &str) -> Option<Revoked> {
         let (kind, id) = payload.split_once(':')?;
         let id: i64 = id.parse().ok()?;
         match kind {
             "api_key" => Some(Revoked(Credential::ApiKey(ApiKeyId::new(id)))),
             "session" => Some(Revoked(Credential::Session(SessionId::new(id)))),
+            "courier_key" => Some(Revoked(Credential::CourierKey(CourierKeyId::new(id)))),
             _ => None,
         }
     }

@@ -10,13 +10,25 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_server::harness::{Pool, Store};
-use shipment_testkit::{Fixture, TestApp, assert_problem, db_tests, send};
+use shipment_server::Config;
+use shipment_server::harness::{DataKey, Pool, Store};
+use shipment_testkit::{Db, Fixture, TestApp, assert_problem, db_tests, send};
 
 use crate::receiver::Receiver;
-use crate::{advance, duplicates, wait_for_empty_outbox};
+use crate::{OtherProcess, advance, duplicates, execute, wait_for_empty_outbox};
 
 db_tests!(the_merchant_routes_do_not_exist_without_the_flag);
+
+db_tests!(
+    config = |c| {
+        c.test_controls = true;
+        c.max_test_merchants_per_caller = 2;
+        c.max_test_merchants = 3;
+    };
+    test_merchants_are_bounded_per_caller_and_in_all,
+);
+
+db_tests!(db; a_deleted_test_merchants_rows_are_never_served_to_the_next_on_another_process);
 
 db_tests!(
     config = |c| c.test_controls = true;
@@ -158,6 +170,17 @@ async fn one_merchant_of_many(app: &TestApp, m: &Value, receiver: &Receiver) -> 
         .map(|s| s["code"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!((listed, page["total"].as_i64()), (own.clone(), Some(2)));
+    // Its courier key: its own company's shipments, its two, nobody
+    // else's (the twenty were made from one caller's company).
+    let (status, page) = send(app.req(Method::GET, "/courier/shipments", &f.courier_key)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let moved_by_courier: BTreeSet<String> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(moved_by_courier, own);
 
     // Its listener: its four changes, nobody else's.
     for _ in 0..4 {
@@ -225,10 +248,19 @@ async fn twenty_merchants_made_and_used_at_once_see_only_their_own(app: &TestApp
         .collect();
     assert_eq!(ids.len(), 20);
     assert!(!ids.contains(&caller.merchant_id));
+    let (_, callers) = send(app.req(Method::GET, "/merchant-couriers", &caller.key)).await;
+    let mut companies = BTreeSet::new();
     for m in &made {
-        // The caller's courier company, a key and a driver of it.
-        assert_eq!(m["courier_companies"][0]["id"], caller.courier_id, "{m}");
-        assert_eq!(m["driver"]["courier_company_id"], caller.courier_id);
+        // A company of its own, priced as the caller's, a key and a driver
+        // of it.
+        let own = &m["courier_companies"][0];
+        assert_ne!(own["id"], caller.courier_id, "{m}");
+        assert!(companies.insert(own["id"].as_i64().unwrap()), "{m}");
+        for field in ["name", "base_fee", "per_kg", "per_km", "active"] {
+            assert_eq!(own[field], callers["data"][0][field], "{field}: {m}");
+        }
+        assert_eq!(m["courier_companies"].as_array().unwrap().len(), 1);
+        assert_eq!(m["driver"]["courier_company_id"], own["id"]);
         assert!(m["courier_key"].as_str().unwrap().starts_with("ck_test_"));
         assert!(m["api_key"].as_str().unwrap().starts_with("sk_test_"));
         assert!(
@@ -282,6 +314,11 @@ async fn twenty_merchants_made_and_used_at_once_see_only_their_own(app: &TestApp
                 &removed["courier_links"],
                 &removed["faults"],
                 &removed["duplicate_deliveries"],
+                (
+                    &removed["courier_companies"],
+                    &removed["courier_keys"],
+                    &removed["drivers"],
+                ),
             ),
             (
                 &json!(2),
@@ -292,7 +329,8 @@ async fn twenty_merchants_made_and_used_at_once_see_only_their_own(app: &TestApp
                 &json!(1),
                 &json!(1),
                 &json!(0),
-                &json!(0)
+                &json!(0),
+                (&json!(1), &json!(1), &json!(1)),
             ),
             "{body}"
         );
@@ -350,13 +388,23 @@ async fn a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once(ap
     }
     let (status, _) = duplicates(app, &f, 3).await;
     assert_eq!(status, StatusCode::OK);
-    // The courier company sees the merchant's shipments until the deletion.
+    // Its own courier company sees its shipments; the caller's, whose
+    // copy it is, does not.
     let courier_total = |key: String| async move {
         let (status, page) = send(app.req(Method::GET, "/courier/shipments", &key)).await;
         assert_eq!(status, StatusCode::OK, "{page}");
         page["total"].as_i64().unwrap()
     };
-    assert_eq!(courier_total(caller.courier_key.clone()).await, 2);
+    assert_eq!(courier_total(f.courier_key.clone()).await, 2);
+    assert_eq!(courier_total(caller.courier_key.clone()).await, 0);
+    let company = |id: i64| {
+        count(
+            &app.store,
+            "SELECT COUNT(*) FROM courier_companies WHERE id = $1",
+            id,
+        )
+    };
+    assert_eq!(company(f.courier_id).await, 1);
 
     let (status, body) = delete(app, &f.key, id).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -367,8 +415,9 @@ async fn a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once(ap
             "removed": {
                 "shipments": 2, "confirmation_codes": 1, "outbox_rows": 2, "deliveries": 2,
                 "webhooks": 1, "signing_keys": 1, "api_keys": 1, "sessions": 1,
-                "courier_links": 1, "idempotency_keys": 1, "login_attempts": 0,
-                "faults": 2, "duplicate_deliveries": 3
+                "courier_links": 1, "courier_companies": 1, "courier_keys": 1, "drivers": 1,
+                "idempotency_keys": 1, "login_attempts": 0, "faults": 2,
+                "duplicate_deliveries": 3
             }
         })
     );
@@ -387,11 +436,18 @@ async fn a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once(ap
     })
     .await;
     assert!(ended.is_ok(), "the listen stream ended");
-    // The courier company, its key and driver stay; the shipments left it.
+    // Its courier company went with it, key and driver: the key is
+    // refused at once, though it was just verified and cached.
+    let got = send(app.req(Method::GET, "/courier/shipments", &f.courier_key)).await;
+    assert_problem(&got, 401, "unauthenticated");
+    assert_eq!(company(f.courier_id).await, 0);
+    for table in ["courier_keys", "drivers"] {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE courier_company_id = $1");
+        assert_eq!(count(&app.store, &sql, f.courier_id).await, 0, "{table}");
+    }
+    // The caller's company is untouched.
+    assert_eq!(company(caller.courier_id).await, 1);
     assert_eq!(courier_total(caller.courier_key.clone()).await, 0);
-    assert_eq!(courier_total(f.courier_key.clone()).await, 0);
-    let (status, drivers) = send(app.req(Method::GET, "/courier/drivers", &f.courier_key)).await;
-    assert_eq!(status, StatusCode::OK, "{drivers}");
     // The caller still works.
     let (status, _) = send(app.req(Method::GET, "/shipments", &caller.key)).await;
     assert_eq!(status, StatusCode::OK);
@@ -399,6 +455,13 @@ async fn a_deletion_removes_everything_it_owns_and_the_key_is_refused_at_once(ap
 
 async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
     let caller = app.fixture().await;
+    // A company that exists but is not the caller's: refused as a missing
+    // one is (the snapshots show one message), so ids cannot be probed.
+    let unlinked = app
+        .store
+        .create_courier("Somebody else's couriers", 100, 10, 1)
+        .await
+        .unwrap();
     let receiver = Receiver::start(StatusCode::OK, Duration::ZERO).await;
     let url = |i: usize| format!("{}/{i}", receiver.url.trim_end_matches('/'));
     let name_at_limit = "n".repeat(100);
@@ -453,6 +516,13 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
             Some("courier_company_ids"),
         ),
         (
+            "unlinked_courier_company",
+            json!({"courier_company_ids": [unlinked.get()]}),
+            400,
+            "invalid_field",
+            Some("courier_company_ids"),
+        ),
+        (
             "too_many_courier_companies",
             json!({"courier_company_ids": vec![caller.courier_id; 21]}),
             400,
@@ -473,6 +543,23 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
                 { ".request_id" => "[request_id]" }
             );
         });
+    }
+    let detail = |id: i64| {
+        format!(
+            "no courier company linked to you has the id {id}: name only companies \
+             GET /merchant-couriers lists"
+        )
+    };
+    for id in [caller.courier_id + 1000, unlinked.get()] {
+        let got = send(
+            app.req(Method::POST, MERCHANTS, &caller.key)
+                .json(&json!({"courier_company_ids": [id]})),
+        )
+        .await;
+        assert_eq!(
+            assert_problem(&got, 400, "invalid_field")["detail"],
+            detail(id)
+        );
     }
     // A refused body made nobody: the caller is still the only merchant.
     // (Every id is above 0: this counts them all.)
@@ -498,6 +585,7 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
     assert_eq!(m["name"].as_str().unwrap().chars().count(), 100);
     assert_eq!(m["webhooks"].as_array().unwrap().len(), 10);
     assert_eq!(m["courier_companies"].as_array().unwrap().len(), 1);
+    assert_ne!(m["courier_companies"][0]["id"], caller.courier_id);
     // No courier company at all: no courier key, no driver.
     let bare = make(app, &caller.key, json!({"courier_company_ids": []})).await;
     assert_eq!(
@@ -521,6 +609,19 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
             { ".request_id" => "[request_id]" }
         );
     });
+    // The caller's own id: it was not made here (a fixtures merchant, as a
+    // CI file's shared one is), so it is 403 and stays, key and all.
+    let got = delete(app, &caller.key, caller.merchant_id).await;
+    let problem = assert_problem(&got, 403, "forbidden");
+    insta::with_settings!({ prepend_module_to_snapshot => false }, {
+        insta::assert_json_snapshot!(
+            "testing_merchants_not_a_test_merchant",
+            problem,
+            { ".request_id" => "[request_id]" }
+        );
+    });
+    let (status, _) = send(app.req(Method::GET, "/shipments", &caller.key)).await;
+    assert_eq!(status, StatusCode::OK);
     let got = delete(app, &caller.key, 0).await;
     assert_problem(&got, 400, "invalid_identifier");
     let got = send(app.req(Method::DELETE, &format!("{MERCHANTS}/abc"), &caller.key)).await;
@@ -548,6 +649,137 @@ async fn bad_bodies_and_others_ids_are_refused_with_problems(app: &TestApp) {
     )
     .await;
     assert_problem(&got, 401, "unauthenticated");
+}
+
+/// A create refused by a limit: 429 `rate_limited`, `Retry-After: 5`, the
+/// problem body (snapshot `name`).
+async fn refused_by_limit(app: &TestApp, key: &str, name: &str) {
+    let response = app
+        .req(Method::POST, MERCHANTS, key)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let retry_after = response.headers().get("retry-after").cloned();
+    let got = (response.status(), response.json::<Value>().await.unwrap());
+    let problem = assert_problem(&got, 429, "rate_limited");
+    assert_eq!(retry_after.unwrap(), "5");
+    insta::with_settings!({ prepend_module_to_snapshot => false }, {
+        insta::assert_json_snapshot!(name, problem, { ".request_id" => "[request_id]" });
+    });
+}
+
+/// With at most 2 test merchants per caller and 3 in all: the third of one
+/// caller is refused, then the fourth in all, each until a deletion makes
+/// room; a refusal makes nothing.
+async fn test_merchants_are_bounded_per_caller_and_in_all(app: &TestApp) {
+    let a = app.fixture().await;
+    let b = app.fixture().await;
+    let first = make(app, &a.key, json!({})).await;
+    make(app, &a.key, json!({})).await;
+    refused_by_limit(app, &a.key, "testing_merchants_too_many_of_the_callers").await;
+    // A test merchant's own key counts for itself: it made none yet.
+    let made_by_b = make(app, &b.key, json!({})).await;
+    refused_by_limit(app, &b.key, "testing_merchants_too_many_in_all").await;
+    let test_merchants = "SELECT COUNT(*) FROM merchants WHERE id > $1";
+    assert_eq!(count(&app.store, test_merchants, b.merchant_id).await, 3);
+    // A deletion makes room, for the caller whose it was.
+    let (status, _) = delete(
+        app,
+        first["api_key"].as_str().unwrap(),
+        first["merchant_id"].as_i64().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    make(app, &a.key, json!({})).await;
+    refused_by_limit(app, &b.key, "testing_merchants_too_many_in_all").await;
+    let (status, _) = delete(
+        app,
+        made_by_b["api_key"].as_str().unwrap(),
+        made_by_b["merchant_id"].as_i64().unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    make(app, &b.key, json!({})).await;
+}
+
+/// Process B lists a test merchant's shipment (and remembers it); process
+/// A deletes the merchant, and a new test merchant's first shipment is
+/// listed through B. No id is given twice (a new merchant, company and
+/// shipment each get a higher id than any before), and B shows the new
+/// merchant its own shipment, never the deleted one's. On SQLite the
+/// shipments' id sequence is then set back by hand, as a database without
+/// it would give the id again: B still serves the row only to its owner.
+async fn a_deleted_test_merchants_rows_are_never_served_to_the_next_on_another_process(db: Db) {
+    let data_key = DataKey::generate().to_hex();
+    let key = data_key.clone();
+    let Some(a) = TestApp::spawn_with(db, move |c| {
+        c.test_controls = true;
+        c.data_key.data_key = Some(key);
+    })
+    .await
+    else {
+        return;
+    };
+    let mut config = Config::local(&a.database_url);
+    config.data_key.data_key = Some(data_key);
+    let b = OtherProcess::start(&config).await;
+    let list_on_b = |key: String| {
+        let request = a
+            .client
+            .get(format!("{}/shipments", b.base))
+            .header("X-API-KEY", key);
+        async move {
+            let (status, page) = send(request).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            page["data"].as_array().unwrap().clone()
+        }
+    };
+    let caller = a.fixture().await;
+    let mut previous: Option<(Value, Value)> = None;
+    for round in 0..3 {
+        if round == 2 && db == Db::Sqlite {
+            // As if ids were given again: the next shipment takes the
+            // previous one's id (its row is gone), at version 1 again.
+            execute(
+                &a.store,
+                "UPDATE sqlite_sequence SET seq = seq - $1 WHERE name = 'shipments'",
+                1_i64,
+            )
+            .await;
+        }
+        let made = make(&a, &caller.key, json!({})).await;
+        let f = fixture_of(&made);
+        let description = format!("round {round}'s secret");
+        let shipment = a
+            .create(
+                &f,
+                json!({"courier_company_id": f.courier_id, "description": description}),
+            )
+            .await;
+        if let Some((before, made_before)) = &previous {
+            let above = |now: &Value, then: &Value| now.as_i64().unwrap() > then.as_i64().unwrap();
+            if round == 1 || db == Db::Postgres {
+                assert!(above(&shipment["id"], &before["id"]), "{shipment} {before}");
+            }
+            assert!(above(&made["merchant_id"], &made_before["merchant_id"]));
+            assert!(above(
+                &made["courier_companies"][0]["id"],
+                &made_before["courier_companies"][0]["id"]
+            ));
+        }
+        // Listed on B: its own, and only its own.
+        let listed = list_on_b(f.key.clone()).await;
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(listed[0]["code"], shipment["code"]);
+        assert_eq!(listed[0]["description"], description.as_str());
+        assert_eq!(listed[0]["merchant_id"], f.merchant_id);
+        let (status, body) = delete(&a, &f.key, f.merchant_id).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        previous = Some((shipment, made));
+    }
+    b.stop().await;
+    a.stop().await;
 }
 
 /// The CI chapter's pytest example (`docs/src/ci.md`, "A merchant per

@@ -12,6 +12,7 @@ use shipment_sdk::model::{MerchantId, Status};
 
 use crate::app::error::Error;
 use crate::domain::FieldError;
+use crate::store::merchants::TestMerchantLimits;
 
 /// Most requests one fault may catch.
 pub(crate) const MAX_TIMES: u32 = 1000;
@@ -196,6 +197,24 @@ pub enum TestingError {
          deleted once they are (stop making changes, then try again)"
     )]
     DeliveriesInFlight(u64),
+    /// As many test merchants as may exist at once exist already (made by
+    /// this caller's merchant when `per_caller`, else by anyone).
+    #[error(
+        "{limit} test merchants {whose} exist already, the most that may at once; delete one \
+         with DELETE /testing/merchants/{{id}} (its own key), then try again"
+    )]
+    TooManyTestMerchants {
+        /// The limit reached.
+        limit: u64,
+        /// "made by your keys" or "of all callers", for the message.
+        whose: &'static str,
+    },
+    /// The merchant to delete was not made by `POST /testing/merchants`.
+    #[error(
+        "this merchant was not made by POST /testing/merchants (it comes from the fixtures \
+         file, `admin` or the demo), and only those can be deleted here"
+    )]
+    NotATestMerchant,
     /// A use-case refused or failed (a bad field, no such shipment, ...).
     #[error(transparent)]
     App(#[from] Error),
@@ -216,6 +235,8 @@ pub(crate) type Result<T, E = TestingError> = std::result::Result<T, E>;
 /// (which asks per delivery whether to send it twice).
 #[derive(Debug, Default)]
 pub(crate) struct TestControls {
+    /// How many test merchants may exist at once (`--max-test-merchants*`).
+    pub(crate) limits: TestMerchantLimits,
     state: Mutex<Armed>,
     /// Faults armed over all merchants, so requests pay nothing (not even
     /// authentication) while there are none.
@@ -232,6 +253,14 @@ struct Armed {
 }
 
 impl TestControls {
+    /// No faults or duplicates armed; test merchants bounded by `limits`.
+    pub(crate) fn new(limits: TestMerchantLimits) -> TestControls {
+        TestControls {
+            limits,
+            ..TestControls::default()
+        }
+    }
+
     fn armed(&self) -> std::sync::MutexGuard<'_, Armed> {
         self.state
             .lock()

@@ -5,12 +5,28 @@
 //! webhooks, faults and listener events when they share a merchant; a
 //! merchant per test is isolated the way any two merchants are.
 //!
+//! What a test merchant gets, and what it can see:
+//! - Courier companies of its own: for each company named (which must be
+//!   linked to the caller: any other id, existing or not, is refused with
+//!   one message, so ids cannot be probed) or, by default, each company
+//!   linked to the caller, a copy priced the same and linked to it alone.
+//!   Its courier key is a key of the first copy, so it sees and moves only
+//!   this test merchant's shipments: a company's key sees every shipment at
+//!   the company, and a company shared by two merchants would show each
+//!   the other's.
+//! - A key, a sign-in, a driver of the first copy, and its webhooks.
+//! - How many exist at once is bounded per caller and in all
+//!   ([`TestMerchantLimits`], `--max-test-merchants-per-caller` and
+//!   `--max-test-merchants`); one more is 429 `rate_limited`, so a test
+//!   loop that never deletes cannot fill the disk.
+//!
 //! What a deletion decides:
-//! - The merchant's shipments go, so they leave its courier companies'
-//!   lists and counts too; the courier companies themselves, their keys
-//!   and drivers (the courier key and driver made for the merchant
-//!   included) stay: they belong to the company, which other merchants
-//!   may share.
+//! - Only a merchant made here can be deleted here, with its own key (a
+//!   merchant of the fixtures file, `admin` or the demo is 403: deleting
+//!   the key a CI file shares would break every test that uses it).
+//! - Its shipments, and everything made for it: its courier companies with
+//!   their keys (refused at once, in every process on PostgreSQL) and
+//!   drivers.
 //! - A change being delivered right now (claimed by a dispatcher) holds the
 //!   deletion back: it waits up to [`DELETE_WAIT`] for the delivery to end,
 //!   then answers 409 `invalid_state`. Changes not yet claimed are deleted
@@ -35,7 +51,9 @@ use crate::app::couriers::{self, Driver};
 use crate::app::{AppState, Error, api_keys, auth, webhooks};
 use crate::domain::FieldError;
 use crate::domain::keys;
-use crate::store::merchants::{MerchantDeletion, RemovedRows};
+use crate::store::merchants::{
+    MerchantDeletion, RemovedRows, TestMerchantCreation, TestMerchantLimits, TestMerchantSpec,
+};
 
 /// Longest merchant name accepted, in characters.
 pub(crate) const MAX_MERCHANT_NAME: usize = 100;
@@ -50,6 +68,36 @@ const NOT_YOURS: &str = "no merchant of yours has this id: a merchant's key dele
                          merchant";
 /// The name of a merchant made without one.
 pub(crate) const DEFAULT_NAME: &str = "Test merchant";
+/// Test merchants one merchant's keys may have made that exist at once,
+/// unless `--max-test-merchants-per-caller` says otherwise: more than a
+/// parallel suite holds at a time.
+pub(crate) const DEFAULT_MAX_PER_CALLER: u64 = 100;
+/// Test merchants that may exist at once in all, unless
+/// `--max-test-merchants` says otherwise (each is a few rows and ~14 KB).
+pub(crate) const DEFAULT_MAX_TOTAL: u64 = 1_000;
+/// `Retry-After` of a creation refused by a limit: a parallel suite's
+/// tests delete theirs within seconds.
+pub(crate) const LIMIT_RETRY_AFTER_SECS: u64 = 5;
+/// Why a named courier company cannot be copied, whether it exists or not.
+fn not_linked(id: CourierId) -> FieldError {
+    FieldError::invalid(
+        "courier_company_ids",
+        format!(
+            "no courier company linked to you has the id {}: name only companies \
+             GET /merchant-couriers lists",
+            id.get()
+        ),
+    )
+}
+
+impl Default for TestMerchantLimits {
+    fn default() -> TestMerchantLimits {
+        TestMerchantLimits {
+            per_caller: DEFAULT_MAX_PER_CALLER,
+            total: DEFAULT_MAX_TOTAL,
+        }
+    }
+}
 
 /// Body of `POST /testing/merchants`; every field may be left out.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
@@ -59,8 +107,9 @@ pub(crate) struct NewMerchant {
     /// when absent or empty.
     #[schema(example = "checkout tests #7")]
     pub name: Option<String>,
-    /// The courier companies to link, by id (at most 20, each existing);
-    /// when absent, those linked to the caller.
+    /// The courier companies to copy, by id (at most 20, each linked to
+    /// the caller); when absent, those linked to the caller. The new
+    /// merchant gets a company of its own per id, priced the same.
     #[schema(value_type = Option<Vec<i64>>)]
     pub courier_company_ids: Option<Vec<CourierId>>,
     /// Webhooks to register for the new merchant (at most 10, distinct,
@@ -96,13 +145,13 @@ pub(crate) struct TestMerchant {
     pub email: String,
     /// Its dashboard password.
     pub password: String,
-    /// The courier companies linked to it.
+    /// Its own courier companies, one per company asked for (copies,
+    /// priced the same, linked to it alone).
     pub courier_companies: Vec<CourierCompany>,
-    /// A key of the first linked courier company (`ck_…`), made for this
-    /// merchant; `null` when none is linked.
+    /// A key of its first courier company (`ck_…`): it sees and moves only
+    /// this merchant's shipments; `null` when it has no company.
     pub courier_key: Option<String>,
-    /// A driver of the first linked courier company, made for this
-    /// merchant; `null` when none is linked.
+    /// A driver of its first courier company; `null` when it has none.
     pub driver: Option<Driver>,
     /// One per URL of the body, in its order.
     pub webhooks: Vec<TestWebhook>,
@@ -127,8 +176,14 @@ pub(crate) struct RemovedCounts {
     pub api_keys: u64,
     /// Dashboard sessions (signed out).
     pub sessions: u64,
-    /// Links to courier companies (the companies stay).
+    /// Links to courier companies.
     pub courier_links: u64,
+    /// Its own courier companies.
+    pub courier_companies: u64,
+    /// Their courier keys (refused from now on).
+    pub courier_keys: u64,
+    /// Their drivers.
+    pub drivers: u64,
     /// Stored answers to creates with an `Idempotency-Key`.
     pub idempotency_keys: u64,
     /// Its sign-in throttle row.
@@ -182,14 +237,11 @@ async fn check(
                 )
                 .into());
             }
+            let linked = couriers::list_merchant_couriers(state, caller).await?;
             let mut unique = Vec::with_capacity(ids.len());
             for id in ids {
-                if !state.store.courier_exists(*id).await.map_err(Error::from)? {
-                    return Err(FieldError::invalid(
-                        "courier_company_ids",
-                        format!("no courier company has the id {}", id.get()),
-                    )
-                    .into());
+                if !linked.iter().any(|c| c.id == *id) {
+                    return Err(not_linked(*id).into());
                 }
                 if !unique.contains(id) {
                     unique.push(*id);
@@ -230,15 +282,15 @@ async fn check(
 }
 
 /// Makes a fresh merchant for a test: its API key, a sign-in e-mail and
-/// password, the courier companies linked (the caller's unless the body
-/// names some), a courier key and a driver of the first of them, and a
-/// webhook per URL of the body.
+/// password, courier companies of its own (copies of the caller's, or of
+/// those the body names), a courier key and a driver of the first of them,
+/// and a webhook per URL of the body.
 pub(crate) async fn create_test_merchant(
     state: &AppState,
     caller: MerchantId,
     request: NewMerchant,
 ) -> Result<TestMerchant> {
-    controls(state)?;
+    let controls = controls(state)?;
     let (name, courier_ids, urls) = check(state, caller, &request).await?;
     // Random, so concurrent suites on one server never collide; the
     // reserved `.test` domain can receive no mail.
@@ -250,29 +302,41 @@ pub(crate) async fn create_test_merchant(
     );
     let password = keys::random_token("pw-").expose().to_owned();
     let hash = auth::hash_password(state, password.clone()).await?;
-    let merchant_id = state
+    let spec = TestMerchantSpec {
+        made_by: caller,
+        name: &name,
+        email: &email,
+        password_hash: &hash,
+        couriers: &courier_ids,
+        driver_name: TEST_DRIVER,
+        environment: state.environment,
+        limits: controls.limits,
+    };
+    let made = match state
         .store
-        .create_merchant(&name, &email, &hash)
+        .create_test_merchant(&spec)
         .await
-        .map_err(Error::from)?;
-    let (_, api_key) = api_keys::create_api_key(state, merchant_id, Some("test merchant")).await?;
-    for id in &courier_ids {
-        state
-            .store
-            .link_courier(merchant_id, *id)
-            .await
-            .map_err(Error::from)?;
-    }
-    let (courier_key, driver) = match courier_ids.first() {
-        Some(&courier_id) => {
-            let key = state
-                .store
-                .create_courier_key(courier_id, state.environment)
-                .await
-                .map_err(Error::from)?;
-            let driver = couriers::create_driver(state, courier_id, TEST_DRIVER).await?;
-            (Some(key.key.expose().to_owned()), Some(driver))
+        .map_err(Error::from)?
+    {
+        TestMerchantCreation::Made(made) => made,
+        TestMerchantCreation::CallerAtLimit(limit) => {
+            return Err(TestingError::TooManyTestMerchants {
+                limit,
+                whose: "made by your keys",
+            });
         }
+        TestMerchantCreation::TotalAtLimit(limit) => {
+            return Err(TestingError::TooManyTestMerchants {
+                limit,
+                whose: "of all callers",
+            });
+        }
+        TestMerchantCreation::NotLinked(id) => return Err(not_linked(id).into()),
+    };
+    let merchant_id = made.merchant_id;
+    let (_, api_key) = api_keys::create_api_key(state, merchant_id, Some("test merchant")).await?;
+    let (courier_key, driver) = match made.courier_key {
+        Some((key, driver)) => (Some(key.expose().to_owned()), Some(Driver::from(driver))),
         None => (None, None),
     };
     let mut hooks = Vec::with_capacity(urls.len());
@@ -298,9 +362,10 @@ pub(crate) async fn create_test_merchant(
 }
 
 /// Deletes the caller's own merchant (`id` must be the caller: another
-/// merchant's id is not found, as for any resource of another merchant)
-/// and everything it owns; see the module documentation for what it
-/// decides about courier companies, deliveries in flight and listeners.
+/// merchant's id is not found, as for any resource of another merchant),
+/// if `POST /testing/merchants` made it, and everything it owns; see the
+/// module documentation for what it decides about courier companies,
+/// deliveries in flight and listeners.
 pub(crate) async fn delete_test_merchant(
     state: &AppState,
     caller: MerchantId,
@@ -312,11 +377,17 @@ pub(crate) async fn delete_test_merchant(
     }
     let started = Instant::now();
     let (rows, revoked) = loop {
-        match state.store.delete_merchant(id).await.map_err(Error::from)? {
+        match state
+            .store
+            .delete_test_merchant(id)
+            .await
+            .map_err(Error::from)?
+        {
             MerchantDeletion::Deleted { removed, revoked } => break (removed, revoked),
             MerchantDeletion::Missing => {
                 return Err(Error::NotFound(NOT_YOURS.into()).into());
             }
+            MerchantDeletion::NotATestMerchant => return Err(TestingError::NotATestMerchant),
             MerchantDeletion::InFlight(n) if started.elapsed() >= DELETE_WAIT => {
                 return Err(TestingError::DeliveriesInFlight(n));
             }
@@ -327,8 +398,8 @@ pub(crate) async fn delete_test_merchant(
         api_keys::forget_revoked(state, r);
     }
     // The caches' own rules (`app/caches.rs`) hold while rows are only
-    // added; this deletion removes links and shipments, whose ids SQLite
-    // may give out again, so it makes them forget here, after the commit.
+    // added; this deletion removes links and shipments, so this process
+    // drops what it remembered of them at once, after the commit.
     state.pricing.forget_merchant(id);
     state.listed.forget_merchant(id);
     let (faults, duplicate_deliveries) = controls.forget_merchant(id);
@@ -349,6 +420,9 @@ fn counts(r: RemovedRows, faults: u64, duplicate_deliveries: u64) -> RemovedCoun
         api_keys: r.api_keys,
         sessions: r.sessions,
         courier_links: r.courier_links,
+        courier_companies: r.courier_companies,
+        courier_keys: r.courier_keys,
+        drivers: r.drivers,
         idempotency_keys: r.idempotency_keys,
         login_attempts: r.login_attempts,
         faults,
