@@ -5,7 +5,7 @@
 //! route without its row fails here, naming it, and so does a row whose
 //! route is gone.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -94,12 +94,15 @@ const API: &[(&str, [u16; 12])] = &[
     ("GET /courier/drivers",                              [401, 403, 403, 403, 200, 200, 403, 200, 401, 401, 401, 401]),
     ("POST /courier/drivers",                             [401, 403, 403, 403, 201, 201, 403, 201, 401, 401, 401, 401]),
     ("GET /courier/shipments",                            [401, 403, 403, 403, 200, 200, 403, 200, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/assign-driver",      [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/deliver",            [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/fail",               [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/pickup",             [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/return",             [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
-    ("POST /courier/shipments/{code}/unassign-driver",    [401, 403, 403, 403, 200, 403, 403, 404, 401, 401, 401, 401]),
+    // Another company's key (the test merchant's company is a copy of A's,
+    // not A's) is refused as any other account's is; each names its own
+    // driver.
+    ("POST /courier/shipments/{code}/assign-driver",      [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
+    ("POST /courier/shipments/{code}/deliver",            [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
+    ("POST /courier/shipments/{code}/fail",               [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
+    ("POST /courier/shipments/{code}/pickup",             [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
+    ("POST /courier/shipments/{code}/return",             [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
+    ("POST /courier/shipments/{code}/unassign-driver",    [401, 403, 403, 403, 200, 403, 403, 403, 401, 401, 401, 401]),
     // Each merchant lists its own.
     ("GET /merchant-couriers",                            [401, 200, 200, 401, 403, 403, 200, 403, 401, 401, 401, 401]),
     ("GET /shipments",                                    [401, 200, 200, 401, 403, 403, 200, 403, 401, 401, 401, 401]),
@@ -137,46 +140,6 @@ const API: &[(&str, [u16; 12])] = &[
 /// Rows that end what other rows use (A's sessions, A itself), run after
 /// all the others, in this order.
 const RUN_LAST: [&str; 2] = ["POST /auth/logout", "DELETE /testing/merchants/{id}"];
-
-/// Cells where the server does not yet answer what [`API`] says, with what
-/// it answers today. A cell here is still checked, against this status; the
-/// leak check is skipped for it, as today's answer is the leak.
-#[rustfmt::skip]
-const UNTIL_FIXED: &[(&str, Caller, u16)] = &[
-    // The test merchant shares A's courier company, so its courier key sees
-    // and moves A's shipments and drivers.
-    // FIXME until the test-merchant fix lands: intended 200, without A's drivers
-    ("GET /courier/drivers", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 200, without A's shipments
-    ("GET /courier/shipments", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 404
-    (
-        "POST /courier/shipments/{code}/assign-driver",
-        TestCourier,
-        200,
-    ),
-    // FIXME until the test-merchant fix lands: intended 404
-    ("POST /courier/shipments/{code}/deliver", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 404
-    ("POST /courier/shipments/{code}/fail", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 404
-    ("POST /courier/shipments/{code}/pickup", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 404
-    ("POST /courier/shipments/{code}/return", TestCourier, 200),
-    // FIXME until the test-merchant fix lands: intended 404
-    ("POST /courier/shipments/{code}/unassign-driver", TestCourier, 200),
-    // ... and it is linked to A's courier company itself.
-    // FIXME until the test-merchant fix lands: intended 400
-    ("POST /shipments", TestKey, 201),
-    // Any existing courier company may be named, linked to the caller or not.
-    // FIXME until the test-merchant fix lands: intended 400
-    ("POST /testing/merchants", KeyB, 201),
-    // FIXME until the test-merchant fix lands: intended 400
-    ("POST /testing/merchants", TestKey, 201),
-    // Any merchant may delete itself (run last: this deletes A).
-    // FIXME until the test-merchant fix lands: intended 403
-    ("DELETE /testing/merchants/{id}", KeyA, 200),
-];
 
 /// Who may see A's objects: a 2xx (or any) answer to anyone else must not
 /// carry them.
@@ -592,10 +555,6 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
     let rows: BTreeSet<String> = API.iter().map(|(op, _)| (*op).to_owned()).collect();
     assert_eq!(rows.len(), API.len(), "an operation has two rows");
     same_routes("operations", &served_operations(app).await, &rows);
-    let until_fixed: BTreeMap<(&str, Caller), u16> = UNTIL_FIXED
-        .iter()
-        .map(|(op, caller, status)| ((*op, *caller), *status))
-        .collect();
     let world = World::new(app).await;
     let order = API
         .iter()
@@ -609,9 +568,8 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
     for (operation, statuses) in order {
         let (method, _) = operation.split_once(' ').unwrap();
         let method = Method::from_bytes(method.as_bytes()).unwrap();
-        for (caller, intended) in CALLERS.iter().zip(statuses) {
-            let known = until_fixed.get(&(*operation, *caller));
-            let expected = known.copied().unwrap_or(*intended);
+        for (caller, expected) in CALLERS.iter().zip(statuses) {
+            let expected = *expected;
             let (path, body) = world.cell(app, operation, *caller).await;
             let before = match expected {
                 400.. => world.a_view(app, operation, &path).await,
@@ -649,10 +607,7 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
                     ));
                 }
             }
-            if known.is_none()
-                && !may_see_a(*caller)
-                && got.body.to_string().contains(&world.marker)
-            {
+            if !may_see_a(*caller) && got.body.to_string().contains(&world.marker) {
                 wrong.push(format!("{cell}: shown A's objects: {}", got.body));
             }
         }
