@@ -2,7 +2,7 @@
 //! sign-in and its throttle, the session cookie, CSRF refusals, security
 //! headers, secrets shown once, and labels on every input.
 
-mod browser;
+pub(crate) mod browser;
 
 mod api_keys;
 mod auth;

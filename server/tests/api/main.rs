@@ -4,6 +4,7 @@
 
 mod receiver;
 
+mod authz;
 mod binary;
 mod caches;
 mod courier;
