@@ -1,9 +1,9 @@
 //! The shipment pages: the filtered, paged list and one shipment's
 //! timeline.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
-use shipment_testkit::{TestApp, db_tests};
+use shipment_testkit::{TestApp, db_tests, send};
 
 use super::browser::signed_in;
 
@@ -101,6 +101,12 @@ async fn the_timeline_shows_every_change_in_order(app: &TestApp) {
         .await;
     app.courier_step(&f, &code, "pickup", None).await;
     app.courier_step(&f, &code, "deliver", None).await;
+    let (status, rated) = send(
+        app.req(Method::POST, &format!("/shipments/{code}/rate"), &f.key)
+            .json(&json!({"rating": 8})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{rated}");
 
     let shown = browser.get(&format!("/shipments/{code}")).await;
     assert_eq!(shown.status, StatusCode::OK);
@@ -115,19 +121,30 @@ async fn the_timeline_shows_every_change_in_order(app: &TestApp) {
             "Delivery attempt failed",
             "Picked up: in transit",
             "Delivered",
+            "Rated",
         ],
         "{}",
         shown.body
     );
+    // The failure says why, and the rating how many points.
+    for detail in ["nobody home", "8 / 10"] {
+        assert!(
+            shown
+                .body
+                .contains(&format!("<span class=\"timeline-detail\">{detail}</span>")),
+            "{detail}: {}",
+            shown.body
+        );
+    }
     // Each step says when, in order.
     let timeline = &shown.body[shown.body.find("<ol class=\"timeline\">").unwrap()..];
     let times: Vec<&str> = timeline
         .split("<time datetime=\"")
         .skip(1)
-        .take(8)
+        .take(9)
         .map(|t| &t[..t.find('"').unwrap()])
         .collect();
-    assert_eq!(times.len(), 8);
+    assert_eq!(times.len(), 9);
     assert!(times.is_sorted(), "{times:?}");
 }
 
