@@ -175,7 +175,7 @@ pub(crate) fn same_origin(headers: &HeaderMap, state: &AppState) -> Result<(), P
             } else {
                 "http"
             };
-            !host.is_empty() && origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))
+            is_origin_of(origin, scheme, host)
         }
         Some(Err(_)) => false,
         None => matches!(fetch_site, None | Some("same-origin" | "none")),
@@ -186,6 +186,26 @@ pub(crate) fn same_origin(headers: &HeaderMap, state: &AppState) -> Result<(), P
         tracing::warn!("a dashboard form posted from another origin was refused");
         Err(PageError::CrossOrigin)
     }
+}
+
+/// Whether `origin` (as a browser sends it) is `scheme://host`, cases
+/// aside, and a default port (`:80` for http, `:443` for https) written on
+/// one side only (browsers leave it out; a proxy may write it into `Host`).
+fn is_origin_of(origin: &str, scheme: &str, host: &str) -> bool {
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    let bare = |h: &str| -> String {
+        let h = h.to_ascii_lowercase();
+        match h.strip_suffix(default_port) {
+            Some(b) => b.to_owned(),
+            None => h,
+        }
+    };
+    let Some((origin_scheme, origin_host)) = origin.split_once("://") else {
+        return false;
+    };
+    !host.is_empty()
+        && origin_scheme.eq_ignore_ascii_case(scheme)
+        && bare(origin_host) == bare(host)
 }
 
 /// `raw` if it is a path of this dashboard to return to after sign-in:
@@ -378,6 +398,45 @@ mod tests {
         assert_ne!(a, csrf_token("tokenB"));
         assert_eq!(a.len(), 64);
         assert!(!a.contains("tokenA"));
+    }
+
+    #[test]
+    fn an_origin_is_the_dashboards_by_scheme_and_host() {
+        assert!(is_origin_of(
+            "http://127.0.0.1:8080",
+            "http",
+            "127.0.0.1:8080"
+        ));
+        assert!(is_origin_of(
+            "HTTPS://Shop.Example",
+            "https",
+            "shop.example"
+        ));
+        assert!(is_origin_of(
+            "https://shop.example",
+            "https",
+            "shop.example:443"
+        ));
+        assert!(is_origin_of(
+            "http://shop.example:80",
+            "http",
+            "shop.example"
+        ));
+        for (origin, scheme, host) in [
+            ("http://127.0.0.1:8081", "http", "127.0.0.1:8080"),
+            ("http://evil.shop.example", "http", "shop.example"),
+            ("https://shop.example", "http", "shop.example"),
+            ("http://shop.example", "https", "shop.example"),
+            ("https://shop.example:80", "https", "shop.example"),
+            ("http://shop.example/", "http", "shop.example"),
+            ("shop.example", "http", "shop.example"),
+            ("http://", "http", ""),
+        ] {
+            assert!(
+                !is_origin_of(origin, scheme, host),
+                "{origin} for {scheme}://{host}"
+            );
+        }
     }
 
     #[test]
