@@ -132,7 +132,7 @@ impl Application {
         let mut pages = if dashboard.is_none() {
             dashboard::router()
         } else {
-            axum::Router::new()
+            http::problem_fallback()
         };
         if metrics_listener.is_none() {
             let store = store.clone();

@@ -22,10 +22,14 @@ db_tests!(
     a_merchant_manages_keys_and_webhooks_and_signs_out,
     a_merchant_follows_shipments_through_the_pages,
     support_redelivers_failed_deliveries_from_the_pages,
+    no_page_scrolls_sideways_on_a_phone,
 );
 
 /// How long a page may take to show what a step waits for.
 const WAIT: Duration = Duration::from_secs(15);
+
+/// The phone the narrow checks are made on: 390 CSS pixels wide.
+const PHONE_WIDTH: u32 = 390;
 
 /// A chromedriver process of this test, killed when dropped.
 struct Driver {
@@ -78,8 +82,21 @@ impl Driver {
         Some(driver)
     }
 
-    /// A new headless Chromium session.
+    /// A new headless Chromium session, as wide as a desktop window.
     async fn browser(&self) -> Client {
+        self.session(None).await
+    }
+
+    /// A new headless Chromium session that is a phone: a viewport
+    /// [`PHONE_WIDTH`] CSS pixels wide (Chromium's device emulation).
+    async fn phone(&self) -> Client {
+        self.session(Some(json!({
+            "deviceMetrics": { "width": PHONE_WIDTH, "height": 844, "pixelRatio": 3.0 }
+        })))
+        .await
+    }
+
+    async fn session(&self, mobile_emulation: Option<serde_json::Value>) -> Client {
         let args = [
             "--headless=new",
             "--no-sandbox",
@@ -95,6 +112,9 @@ impl Driver {
             "--window-size=1280,900",
         ];
         let mut options = json!({ "args": args });
+        if let Some(emulation) = mobile_emulation {
+            options["mobileEmulation"] = emulation;
+        }
         if Path::new("/usr/bin/chromium").is_file() {
             options["binary"] = json!("/usr/bin/chromium");
         }
@@ -202,6 +222,12 @@ impl Walk<'_> {
             json!([]),
             "{name}: form controls without a label"
         );
+        self.screenshot(name).await;
+    }
+
+    /// Saves the page as `target/screenshots/<name>.png` (when this walk
+    /// takes them).
+    async fn screenshot(&self, name: &str) {
         if self.screenshots {
             let png = self.client.screenshot().await.expect("a screenshot");
             let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots");
@@ -210,9 +236,15 @@ impl Walk<'_> {
         }
     }
 
+    /// Opens `/keys` signed out, signs in (a wrong password first), and
+    /// comes back to `/keys`.
     async fn sign_in(&self, f: &Fixture) {
         self.goto("/keys").await;
-        assert_eq!(self.path().await, "/login", "signed out: sent to sign in");
+        assert_eq!(
+            self.path().await,
+            "/login?next=%2Fkeys",
+            "signed out: sent to sign in"
+        );
         self.check_page("sign-in").await;
         self.fill("email", &f.email).await;
         self.fill("password", "not the password").await;
@@ -224,8 +256,8 @@ impl Walk<'_> {
             .await;
         self.click("form[action='/login'] button[type=submit]")
             .await;
-        self.wait_for_text("<h1>Overview</h1>").await;
-        assert_eq!(self.path().await, "/");
+        self.wait_for_text("<h1>API keys</h1>").await;
+        assert_eq!(self.path().await, "/keys", "back to the page asked for");
     }
 }
 
@@ -257,6 +289,7 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
     };
     let f = server.fixture_with_login().await;
     walk.sign_in(&f).await;
+    walk.goto("/").await;
     walk.check_page("overview").await;
 
     // Create a key and see it once.
@@ -408,7 +441,12 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
         &format!("/webhooks/{id}"),
     ] {
         walk.goto(path).await;
-        assert_eq!(walk.path().await, "/login", "{path} after sign-out");
+        let back: String = url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
+        let expected = match path {
+            "/" => "/login".to_owned(),
+            _ => format!("/login?next={back}"),
+        };
+        assert_eq!(walk.path().await, expected, "{path} after sign-out");
     }
     walk.client.close().await.expect("close the browser");
 }
@@ -594,5 +632,153 @@ async fn support_redelivers_failed_deliveries_from_the_pages(server: &TestApp) {
         format!("/shipments/{code}?redelivered={first}")
     );
     walk.check_page("shipment-deliveries").await;
+    walk.client.close().await.expect("close the browser");
+}
+
+/// What a phone shows of a page: the page's width and the viewport's, and
+/// each table cell with text in it: its column, its left and right edges,
+/// and the width its text has.
+async fn phone_layout(walk: &Walk<'_>) -> (f64, f64, Vec<(String, f64, f64, f64)>) {
+    let got = walk
+        .client
+        .execute(
+            "const d = document.documentElement;\
+             const cells = Array.from(document.querySelectorAll('td'))\
+               .filter(td => td.textContent.trim() !== '')\
+               .map(td => { const r = td.getBoundingClientRect(); const s = getComputedStyle(td);\
+                 return [td.dataset.label || '', r.left, r.right,\
+                   r.width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)]; });\
+             return [d.scrollWidth, d.clientWidth, cells];",
+            vec![],
+        )
+        .await
+        .expect("measure the page");
+    let number = |v: &serde_json::Value| v.as_f64().expect("a number");
+    let cells = got[2]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| {
+            (
+                c[0].as_str().unwrap_or("").to_owned(),
+                number(&c[1]),
+                number(&c[2]),
+                number(&c[3]),
+            )
+        })
+        .collect();
+    (number(&got[0]), number(&got[1]), cells)
+}
+
+/// At 390 px no page scrolls sideways, and the tables stay readable: every
+/// cell inside the screen (all six columns of the shipment list), a URL
+/// given room for more than a few letters a line.
+async fn no_page_scrolls_sideways_on_a_phone(server: &TestApp) {
+    let Some(driver) = Driver::start() else {
+        return;
+    };
+    // No screenshots while signing in: those are the desktop's.
+    let mut walk = Walk {
+        client: driver.phone().await,
+        server,
+        screenshots: false,
+    };
+    let f = server.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = server.login(&email, &password).await;
+    // Long things, where a narrow screen hurts: a webhook URL (nothing
+    // listens there, so every delivery fails and is listed), a key's name,
+    // a shipment's description, and enough deliveries for the note under
+    // a shipment's table.
+    let url =
+        "https://127.0.0.1:9/webhooks/shipments/a-rather-long-endpoint-path?shop=example-store";
+    let (status, hook) = send(
+        server
+            .bearer(Method::POST, "/webhooks", &token)
+            .json(&json!({ "url": url })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{hook}");
+    let id = hook["webhook_id"].as_i64().unwrap();
+    let (status, key) = send(
+        server
+            .bearer(Method::POST, "/api-keys", &token)
+            .json(&json!({ "name": "checkout server in the eu-central region" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{key}");
+    let key_id = key["id"].as_i64().unwrap();
+    let code = server
+        .create(
+            &f,
+            json!({
+                "courier_company_id": f.courier_id,
+                "description": "A description without spaces: Donaudampfschifffahrtsgesellschaftskapitänsmütze",
+                "dimensions": "30x20x10 cm",
+                "items": ["Mug, blue", "Book"],
+            }),
+        )
+        .await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.advance(&f, &code, "failed").await;
+
+    // Signed out first: the sign-in page.
+    walk.goto("/login").await;
+    let (scroll, view, _) = phone_layout(&walk).await;
+    assert!(scroll <= view, "/login scrolls sideways: {scroll} > {view}");
+    assert_eq!(view, f64::from(PHONE_WIDTH), "a phone's viewport");
+    walk.sign_in(&f).await;
+    walk.goto(&format!("/webhooks/{id}")).await;
+    reload_until(&walk, "badge-bad").await;
+    walk.goto(&format!("/shipments/{code}")).await;
+    reload_until(&walk, "badge-bad").await;
+    walk.screenshots = server.db == Db::Sqlite;
+
+    let pages = [
+        ("/", "overview"),
+        ("/shipments", "shipments"),
+        (&*format!("/shipments/{code}"), "shipment"),
+        ("/keys", "api-keys"),
+        (&*format!("/keys/{key_id}/delete"), "api-key-delete"),
+        ("/webhooks", "webhooks"),
+        (&*format!("/webhooks/{id}"), "webhook-deliveries"),
+        (&*format!("/webhooks/{id}/delete"), "webhook-delete"),
+        ("/webhooks/signing-key", "signing-key"),
+        ("/logout", "sign-out"),
+        ("/no-such-page", "not-found"),
+    ];
+    for (path, name) in pages {
+        walk.goto(path).await;
+        let (scroll, view, cells) = phone_layout(&walk).await;
+        walk.screenshot(&format!("phone-{name}")).await;
+        assert!(scroll <= view, "{path} scrolls sideways: {scroll} > {view}");
+        for (column, left, right, text_width) in &cells {
+            assert!(
+                *left >= 0.0 && *right <= view,
+                "{path}: the {column:?} cell is off the screen ({left}..{right} of {view})"
+            );
+            assert!(
+                *text_width >= 160.0,
+                "{path}: the {column:?} cell leaves its text {text_width} px"
+            );
+        }
+        if path == "/shipments" {
+            for column in [
+                "Code",
+                "Status",
+                "Courier company",
+                "Fee",
+                "Created",
+                "Last change",
+            ] {
+                assert!(
+                    cells.iter().any(|(c, ..)| c == column),
+                    "/shipments shows no {column:?} on a phone: {cells:?}"
+                );
+            }
+        }
+    }
     walk.client.close().await.expect("close the browser");
 }

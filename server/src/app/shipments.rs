@@ -118,6 +118,26 @@ pub(crate) async fn get_shipment(
     Ok(record.into_model()?)
 }
 
+/// The merchant's shipment with this code, as [`get_shipment`], and every
+/// change it went through, oldest first, each as the shipment stood after
+/// it (the first is its creation): what its timeline is drawn from.
+pub(crate) async fn get_shipment_history(
+    state: &AppState,
+    merchant_id: MerchantId,
+    code: &ShipmentCode,
+) -> Result<(Shipment, Vec<Shipment>)> {
+    let record = state
+        .store
+        .shipment(code.as_str())
+        .await?
+        .ok_or_else(|| not_found(code))?;
+    if record.merchant_id != merchant_id.get() {
+        return Err(Refusal::Forbidden.into());
+    }
+    let changes = state.store.shipment_changes(&record).await?;
+    Ok((record.into_model()?, changes))
+}
+
 fn not_found(code: &ShipmentCode) -> Error {
     Error::NotFound(format!("no shipment has the code {code}"))
 }

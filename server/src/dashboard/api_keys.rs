@@ -47,10 +47,10 @@ async fn keys_page(
                         tbody {
                             @for k in &keys {
                                 tr {
-                                    td { (k.name) }
-                                    td { code { (masked(k)) } }
-                                    td { (layout::when(&k.created_at)) }
-                                    td { (layout::maybe_when(k.last_used_at.as_ref())) }
+                                    td data-label="Name" { (k.name) }
+                                    td data-label="Key" { code { (masked(k)) } }
+                                    td data-label="Created" { (layout::when(&k.created_at)) }
+                                    td data-label="Last used" { (layout::maybe_when(k.last_used_at.as_ref())) }
                                     td.actions { a.button.button-danger.button-small href={ "/keys/" (k.id) "/delete" } { "Delete" span.visually-hidden { " " (k.name) } } }
                                 }
                             }

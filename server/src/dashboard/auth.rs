@@ -7,7 +7,7 @@ use maud::{Markup, html};
 
 use super::layout::{self, Section, Tone};
 use super::page::{Page, PageResult, see_other, status_of};
-use super::session::{self, CSRF_FIELD, LoginForm, Signed, SignedForm};
+use super::session::{self, CSRF_FIELD, LoginForm, NEXT_FIELD, Signed, SignedForm, safe_next};
 use crate::app::AppState;
 use crate::app::auth;
 
@@ -15,6 +15,8 @@ use crate::app::auth;
 struct LoginView<'a> {
     csrf: &'a str,
     email: &'a str,
+    /// The page to return to after sign-in (a `safe_next` path).
+    next: Option<&'a str>,
     error: Option<&'a str>,
     info: Option<&'a str>,
 }
@@ -27,6 +29,7 @@ fn login_form(v: &LoginView<'_>) -> Markup {
             @if let Some(error) = v.error { (layout::notice(Tone::Error, error)) }
             form.stack method="post" action="/login" {
                 input type="hidden" name=(CSRF_FIELD) value=(v.csrf);
+                @if let Some(next) = v.next { input type="hidden" name=(NEXT_FIELD) value=(next); }
                 label for="email" { "E-mail" }
                 input #email type="email" name="email" value=(v.email) autocomplete="username" required autofocus;
                 label for="password" { "Password" }
@@ -37,20 +40,32 @@ fn login_form(v: &LoginView<'_>) -> Markup {
     )
 }
 
-/// `GET /login`: the form (or the overview, when already signed in).
+/// `GET /login?next=…`: the form (or, when already signed in, the page
+/// `next` names, else the overview). `?signed-out` says so above it.
 pub(crate) async fn login_page(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> PageResult<Response> {
-    if session::signed_in(&headers, &state).await?.is_some() {
-        return Ok(see_other("/"));
+    let query = query.unwrap_or_default();
+    let mut next = None;
+    let mut signed_out = false;
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        match name.as_ref() {
+            NEXT_FIELD => next = safe_next(&value).map(str::to_owned),
+            "signed-out" => signed_out = true,
+            _ => {}
+        }
     }
-    let (csrf, set_cookie) = session::login_token(&headers, session::over_https(&headers, &state));
-    let info = (query.as_deref() == Some("signed-out")).then_some("You have signed out.");
+    if session::signed_in(&headers, &state).await?.is_some() {
+        return Ok(see_other(next.as_deref().unwrap_or("/")));
+    }
+    let (csrf, set_cookie) = session::login_token(&headers, &state);
+    let info = signed_out.then_some("You have signed out.");
     let mut response = Page::ok(login_form(&LoginView {
         csrf: &csrf,
         email: "",
+        next: next.as_deref(),
         error: None,
         info,
     }))
@@ -61,8 +76,10 @@ pub(crate) async fn login_page(
     Ok(response)
 }
 
-/// `POST /login`: the shared sign-in; a session cookie on success, the
-/// form with the reason on failure (wrong password, throttled).
+/// `POST /login`: the shared sign-in; a session cookie on success and the
+/// page the form's `next` names (a path of this dashboard, else the
+/// overview), the form with the reason on failure (wrong password,
+/// throttled).
 pub(crate) async fn sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -70,9 +87,10 @@ pub(crate) async fn sign_in(
 ) -> PageResult<Response> {
     let email = login.form.get("email").unwrap_or("");
     let password = login.form.get("password").unwrap_or("");
+    let next = login.form.get(NEXT_FIELD).and_then(safe_next);
     match auth::sign_in(&state, email, password).await {
         Ok((token, _expires_at)) => {
-            let mut response = see_other("/");
+            let mut response = see_other(next.unwrap_or("/"));
             let secure = session::over_https(&headers, &state);
             response
                 .headers_mut()
@@ -86,6 +104,7 @@ pub(crate) async fn sign_in(
                 login_form(&LoginView {
                     csrf: &login.csrf,
                     email: email.trim(),
+                    next,
                     error: Some(&error),
                     info: None,
                 }),

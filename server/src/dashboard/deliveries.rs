@@ -212,14 +212,14 @@ pub(crate) fn deliveries_table(signed: &Signed, rows: &[Delivery], back: Back<'_
                 tbody {
                     @for d in rows {
                         tr {
-                            td {
+                            td data-label="Attempt" {
                                 "#" (d.id)
                                 @if let Some(of) = d.redelivery_of { div.small.muted { "redelivery of #" (of) } }
                             }
-                            td { (layout::when(&d.delivered_at)) }
+                            td data-label="Time" { (layout::when(&d.delivered_at)) }
                             @match back {
-                                Back::Webhook => td { a href={ "/shipments/" (d.shipment_code) } { code { (d.shipment_code) } } },
-                                Back::Shipment { own_url, .. } => td.url {
+                                Back::Webhook => td data-label="Shipment" { a href={ "/shipments/" (d.shipment_code) } { code { (d.shipment_code) } } },
+                                Back::Shipment { own_url, .. } => td.url data-label="Sent to" {
                                     @if let Some(w) = d.webhook_id {
                                         a href={ "/webhooks/" (w) } { (d.url) }
                                     } @else {
@@ -231,8 +231,8 @@ pub(crate) fn deliveries_table(signed: &Signed, rows: &[Delivery], back: Back<'_
                                     }
                                 },
                             }
-                            td { (d.version) }
-                            td {
+                            td data-label="Version" { (d.version) }
+                            td data-label="Outcome" {
                                 @if d.success {
                                     span.badge.badge-good { "Delivered" }
                                 } @else {
@@ -241,7 +241,7 @@ pub(crate) fn deliveries_table(signed: &Signed, rows: &[Delivery], back: Back<'_
                                 @if let Some(code) = d.status_code { " " span.muted { "HTTP " (code) } }
                                 @if let Some(error) = &d.error { div.small.muted { (error) } }
                             }
-                            td { (d.duration_ms) " ms" }
+                            td data-label="Duration" { (d.duration_ms) " ms" }
                             td.actions {
                                 @if let (false, Some(w)) = (d.success, d.webhook_id) {
                                     (redeliver_button(signed, w, d, back))

@@ -28,8 +28,9 @@ fn head(title: &str) -> Markup {
         head {
             meta charset="utf-8";
             meta name="viewport" content="width=device-width, initial-scale=1";
-            meta name="referrer" content="no-referrer";
+            meta name="referrer" content="same-origin";
             title { (title) " · Shipments dashboard" }
+            link rel="icon" href="/favicon.ico" type="image/x-icon";
             link rel="stylesheet" href="/static/style.css";
             script src="/static/copy.js" defer {}
         }

@@ -33,6 +33,9 @@ mod webhooks;
 const STYLE_CSS: &str = include_str!("static/style.css");
 /// The only script: copy buttons (the pages work without it).
 const COPY_JS: &str = include_str!("static/copy.js");
+/// The icon browsers ask for (`/favicon.ico`): 16 and 32 pixels, as PNG
+/// inside an ICO.
+const FAVICON_ICO: &[u8] = include_bytes!("static/favicon.ico");
 
 /// `Content-Security-Policy` of every dashboard response: nothing inline,
 /// nothing from elsewhere, no framing, forms post only here.
@@ -79,7 +82,39 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/shipments/{code}", get(shipments::show_shipment))
         .route("/static/style.css", get(style_css))
         .route("/static/copy.js", get(copy_js))
+        .route("/favicon.ico", get(favicon))
+        // Before the headers' layer, so these pages get them too; a form's
+        // URL opened in the browser, or a mistyped one, is a page of the
+        // dashboard, not an answer of the API.
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
         .layer(middleware::from_fn(security_headers))
+}
+
+/// What no dashboard route takes (outside `/api/v1`, whose own 404 stays
+/// a problem): a page that says so, with a way back.
+async fn not_found() -> Page {
+    Page(
+        StatusCode::NOT_FOUND,
+        layout::error_page(
+            "Not found",
+            "There is no page at this address. Check it for a typo, or start again from the dashboard.",
+        ),
+    )
+}
+
+/// A route of the dashboard with another method: most often a form's
+/// address opened in the browser (a reload after posting it, a shared
+/// link). axum adds the `Allow` header.
+async fn method_not_allowed() -> Page {
+    Page(
+        StatusCode::METHOD_NOT_ALLOWED,
+        layout::error_page(
+            "Method Not Allowed",
+            "This address is where a form of the dashboard is sent, not a page to open. \
+             Go back to the page the form is on and send it from there.",
+        ),
+    )
 }
 
 /// Adds the security headers to every dashboard response; pages are not
@@ -95,9 +130,12 @@ async fn security_headers(req: Request, next: Next) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it browsers send `Origin: null` with the
+    // dashboard's own forms, and the origin check could not tell them
+    // from a sandboxed page elsewhere. Other sites still get no referrer.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers
@@ -112,6 +150,17 @@ async fn style_css() -> Response {
 
 async fn copy_js() -> Response {
     asset("text/javascript; charset=utf-8", COPY_JS)
+}
+
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/x-icon"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        FAVICON_ICO,
+    )
+        .into_response()
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -131,7 +180,16 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
-            PageError::SignIn => session::to_sign_in(),
+            PageError::SignIn(next) => session::to_sign_in(next.as_deref()),
+            PageError::CrossOrigin => Page(
+                StatusCode::FORBIDDEN,
+                layout::error_page(
+                    "This form cannot be accepted",
+                    "It was sent from another site, not from this dashboard. \
+                     Open the dashboard's own page and send the form from there.",
+                ),
+            )
+            .into_response(),
             PageError::Csrf => Page(
                 StatusCode::FORBIDDEN,
                 layout::error_page(

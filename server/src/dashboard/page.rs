@@ -34,10 +34,13 @@ impl IntoResponse for Page {
 /// Why a page cannot be shown.
 #[derive(Debug)]
 pub(crate) enum PageError {
-    /// No live session: go to the sign-in page.
-    SignIn,
+    /// No live session: go to the sign-in page, and from there back to
+    /// the page asked for, if any (a path checked by `session::safe_next`).
+    SignIn(Option<String>),
     /// A form without the right CSRF token.
     Csrf,
+    /// A form the browser says was posted from another origin.
+    CrossOrigin,
     /// No such thing (for this merchant).
     NotFound(&'static str),
     /// A form body that cannot be read.

@@ -1,19 +1,28 @@
 //! The browser side of a dashboard session: the session cookie, the
-//! [`Signed`] and [`SignedForm`] extractors, and CSRF tokens.
+//! [`Signed`] and [`SignedForm`] extractors, CSRF tokens, the check that a
+//! form was posted from the dashboard's own origin, and the page to return
+//! to after sign-in.
 //!
 //! The cookie holds the same session token as a Bearer sign-in (the
 //! database keeps only its digest). The CSRF token of a session is
 //! HMAC-SHA256 of a fixed label under that token: only a browser holding
 //! the cookie's value can know it, it is the same on every server process
 //! sharing the database, and it reveals nothing about the token. The
-//! sign-in form, before any session exists, uses a double-submit token in
-//! a `SameSite=Strict` cookie of its own.
+//! sign-in form, before any session exists, has a random value in a
+//! `SameSite=Strict` cookie of its own, and its token is an HMAC of that
+//! value under a key derived from the server's data key: a value a page
+//! elsewhere plants in the cookie (from a sibling host, or another port of
+//! this one: cookies do not keep ports apart) is no token by itself.
+//!
+//! Tokens alone cannot stop a page that fetches a genuine pair from this
+//! server and plants it, so every form is also refused when the browser
+//! says it was posted from another origin ([`same_origin`]).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
 use shipment_sdk::model::MerchantId;
 use subtle::ConstantTimeEq;
 
@@ -30,6 +39,14 @@ const LOGIN_COOKIE: &str = "shipments_login";
 pub(crate) const CSRF_FIELD: &str = "csrf";
 /// What a session's CSRF token is the HMAC of.
 const CSRF_LABEL: &[u8] = b"shipments dashboard csrf v1";
+/// What the key of the sign-in form's tokens is the HMAC of, under the
+/// server's data key (so every process sharing the database agrees).
+const LOGIN_CSRF_LABEL: &[u8] = b"shipments dashboard sign-in csrf v1";
+/// Name of the sign-in form's field that says where to go after it.
+pub(crate) const NEXT_FIELD: &str = "next";
+/// Longest return path followed after sign-in, in bytes; a longer one is
+/// dropped (the overview is shown instead). Dashboard paths are short.
+pub(crate) const MAX_NEXT_LEN: usize = 1024;
 /// Longest cookie value looked at (tokens are 32 characters).
 const MAX_TOKEN_LEN: usize = 64;
 
@@ -70,9 +87,15 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        signed_in(&parts.headers, state)
-            .await?
-            .ok_or(PageError::SignIn)
+        signed_in(&parts.headers, state).await?.ok_or_else(|| {
+            // A page opened (not a form posted) comes back after sign-in.
+            let asked = matches!(parts.method, Method::GET | Method::HEAD)
+                .then(|| parts.uri.path_and_query().map(|p| p.as_str()))
+                .flatten()
+                .and_then(safe_next)
+                .filter(|p| *p != "/");
+            PageError::SignIn(asked.map(str::to_owned))
+        })
     }
 }
 
@@ -90,6 +113,7 @@ impl FromRequest<AppState> for SignedForm {
     type Rejection = PageError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, PageError> {
+        same_origin(req.headers(), state)?;
         let (mut parts, body) = req.into_parts();
         let signed = Signed::from_request_parts(&mut parts, state).await?;
         let form = Form::from_request(Request::from_parts(parts, body), state).await?;
@@ -97,8 +121,8 @@ impl FromRequest<AppState> for SignedForm {
     }
 }
 
-/// The sign-in form, posted from this dashboard: its CSRF field matches
-/// the sign-in cookie set when the form was shown.
+/// The sign-in form, posted from this dashboard: from its own origin, its
+/// CSRF field the token of the sign-in cookie set when the form was shown.
 #[derive(Debug)]
 pub(crate) struct LoginForm {
     /// Its fields.
@@ -111,13 +135,92 @@ impl FromRequest<AppState> for LoginForm {
     type Rejection = PageError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, PageError> {
+        same_origin(req.headers(), state)?;
         let expected = cookie(req.headers(), LOGIN_COOKIE)
             .filter(|t| well_formed(t))
-            .map(str::to_owned);
+            .map(|value| login_csrf_token(state, value));
         let form = Form::from_request(req, state).await?;
         let csrf = expected.clone().unwrap_or_default();
         checked(form, expected.as_deref()).map(|form| LoginForm { form, csrf })
     }
+}
+
+/// Refuses (403) a form the browser says was posted from another origin:
+/// an `Origin` other than this dashboard's own (the scheme, as
+/// [`over_https`] tells it, and the host, as `X-Forwarded-Host` or `Host`
+/// names it); an opaque `Origin: null` (a sandboxed page, or a page whose
+/// referrer policy hides its origin) unless `Sec-Fetch-Site` says
+/// `same-origin`; without `Origin`, a `Sec-Fetch-Site` other than
+/// `same-origin` or `none`. A request with neither header is let through
+/// to the CSRF check: browsers send `Origin` with every form they post,
+/// and programs such as curl send neither.
+///
+/// The forwarded headers are trusted as [`over_https`] trusts
+/// `X-Forwarded-Proto`: a page elsewhere cannot make a browser send them
+/// with a form.
+pub(crate) fn same_origin(headers: &HeaderMap, state: &AppState) -> Result<(), PageError> {
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .map(|v| v.to_str().unwrap_or(""));
+    let allowed = match headers.get(header::ORIGIN).map(|v| v.to_str()) {
+        Some(Ok("null")) => fetch_site == Some("same-origin"),
+        Some(Ok(origin)) => {
+            let host = headers
+                .get("x-forwarded-host")
+                .or_else(|| headers.get(header::HOST))
+                .and_then(|v| v.to_str().ok())
+                .map_or("", |v| v.split(',').next().unwrap_or("").trim());
+            let scheme = if over_https(headers, state) {
+                "https"
+            } else {
+                "http"
+            };
+            is_origin_of(origin, scheme, host)
+        }
+        Some(Err(_)) => false,
+        None => matches!(fetch_site, None | Some("same-origin" | "none")),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        tracing::warn!("a dashboard form posted from another origin was refused");
+        Err(PageError::CrossOrigin)
+    }
+}
+
+/// Whether `origin` (as a browser sends it) is `scheme://host`, cases
+/// aside, and a default port (`:80` for http, `:443` for https) written on
+/// one side only (browsers leave it out; a proxy may write it into `Host`).
+fn is_origin_of(origin: &str, scheme: &str, host: &str) -> bool {
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    let bare = |h: &str| -> String {
+        let h = h.to_ascii_lowercase();
+        match h.strip_suffix(default_port) {
+            Some(b) => b.to_owned(),
+            None => h,
+        }
+    };
+    let Some((origin_scheme, origin_host)) = origin.split_once("://") else {
+        return false;
+    };
+    !host.is_empty()
+        && origin_scheme.eq_ignore_ascii_case(scheme)
+        && bare(origin_host) == bare(host)
+}
+
+/// `raw` if it is a path of this dashboard to return to after sign-in:
+/// it starts with one `/` (not `//` nor `/\`, which browsers read as
+/// another host), holds visible ASCII only and no `\`, is at most
+/// [`MAX_NEXT_LEN`] bytes, and is not the sign-in page itself.
+pub(crate) fn safe_next(raw: &str) -> Option<&str> {
+    let bytes = raw.as_bytes();
+    let path = raw.split(['?', '#']).next().unwrap_or("");
+    let ok = raw.len() <= MAX_NEXT_LEN
+        && bytes.first() == Some(&b'/')
+        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
+        && bytes.iter().all(|b| b.is_ascii_graphic() && *b != b'\\')
+        && path != "/login";
+    ok.then_some(raw)
 }
 
 /// `form` if its CSRF field is `expected` (compared in constant time);
@@ -168,6 +271,16 @@ impl FromRequest<AppState> for Form {
 /// The CSRF token of the session whose token is `session_token`.
 fn csrf_token(session_token: &str) -> String {
     webhook_verify::sign(session_token, CSRF_LABEL)
+        .trim_start_matches("sha256=")
+        .to_owned()
+}
+
+/// The sign-in form's CSRF token for the value of its cookie: an HMAC of
+/// that value under a key only the server (every process sharing its data
+/// key) can make.
+fn login_csrf_token(state: &AppState, cookie_value: &str) -> String {
+    let key = webhook_verify::sign(state.data_key.to_hex(), LOGIN_CSRF_LABEL);
+    webhook_verify::sign(key.trim_start_matches("sha256="), cookie_value.as_bytes())
         .trim_start_matches("sha256=")
         .to_owned()
 }
@@ -239,20 +352,28 @@ pub(crate) fn clear_session_cookie(secure: bool) -> HeaderValue {
     set_cookie(SESSION_COOKIE, "", "/", Some(0), secure)
 }
 
-/// The sign-in form's CSRF token: the one the browser already has, or a
-/// new one with the `Set-Cookie` that gives it.
-pub(crate) fn login_token(headers: &HeaderMap, secure: bool) -> (String, Option<HeaderValue>) {
-    if let Some(token) = cookie(headers, LOGIN_COOKIE).filter(|t| well_formed(t)) {
-        return (token.to_owned(), None);
+/// The sign-in form's CSRF token: the one for the cookie the browser
+/// already has, or for a new cookie, with the `Set-Cookie` that gives it.
+pub(crate) fn login_token(headers: &HeaderMap, state: &AppState) -> (String, Option<HeaderValue>) {
+    if let Some(value) = cookie(headers, LOGIN_COOKIE).filter(|t| well_formed(t)) {
+        return (login_csrf_token(state, value), None);
     }
-    let token = keys::random_token("");
-    let header = set_cookie(LOGIN_COOKIE, token.expose(), "/login", None, secure);
-    (token.expose().to_owned(), Some(header))
+    let value = keys::random_token("");
+    let secure = over_https(headers, state);
+    let header = set_cookie(LOGIN_COOKIE, value.expose(), "/login", None, secure);
+    (login_csrf_token(state, value.expose()), Some(header))
 }
 
-/// Where an unauthenticated page request goes: the sign-in page.
-pub(crate) fn to_sign_in() -> Response {
-    see_other("/login").into_response()
+/// Where an unauthenticated page request goes: the sign-in page, which
+/// returns to `next` (a [`safe_next`] path) after it.
+pub(crate) fn to_sign_in(next: Option<&str>) -> Response {
+    match next {
+        Some(next) => {
+            let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
+            see_other(&format!("/login?{NEXT_FIELD}={next}"))
+        }
+        None => see_other("/login"),
+    }
 }
 
 #[cfg(test)]
@@ -277,6 +398,86 @@ mod tests {
         assert_ne!(a, csrf_token("tokenB"));
         assert_eq!(a.len(), 64);
         assert!(!a.contains("tokenA"));
+    }
+
+    #[test]
+    fn an_origin_is_the_dashboards_by_scheme_and_host() {
+        assert!(is_origin_of(
+            "http://127.0.0.1:8080",
+            "http",
+            "127.0.0.1:8080"
+        ));
+        assert!(is_origin_of(
+            "HTTPS://Shop.Example",
+            "https",
+            "shop.example"
+        ));
+        assert!(is_origin_of(
+            "https://shop.example",
+            "https",
+            "shop.example:443"
+        ));
+        assert!(is_origin_of(
+            "http://shop.example:80",
+            "http",
+            "shop.example"
+        ));
+        for (origin, scheme, host) in [
+            ("http://127.0.0.1:8081", "http", "127.0.0.1:8080"),
+            ("http://evil.shop.example", "http", "shop.example"),
+            ("https://shop.example", "http", "shop.example"),
+            ("http://shop.example", "https", "shop.example"),
+            ("https://shop.example:80", "https", "shop.example"),
+            ("http://shop.example/", "http", "shop.example"),
+            ("shop.example", "http", "shop.example"),
+            ("http://", "http", ""),
+        ] {
+            assert!(
+                !is_origin_of(origin, scheme, host),
+                "{origin} for {scheme}://{host}"
+            );
+        }
+    }
+
+    #[test]
+    fn return_paths_are_paths_of_this_dashboard_only() {
+        for kept in [
+            "/",
+            "/keys",
+            "/shipments?status=failed&page=2",
+            "/webhooks/3#log",
+        ] {
+            assert_eq!(safe_next(kept), Some(kept));
+        }
+        for dropped in [
+            "",
+            "keys",
+            "//evil.example",
+            "/\\evil.example",
+            "/x\\y",
+            "https://evil.example/",
+            "javascript:alert(1)",
+            "/a b",
+            "/a\r\nb",
+            "/caf\u{e9}",
+            "/login",
+            "/login?next=/keys",
+        ] {
+            assert_eq!(safe_next(dropped), None, "{dropped:?}");
+        }
+        let longest = format!("/{}", "a".repeat(MAX_NEXT_LEN - 1));
+        assert_eq!(safe_next(&longest), Some(longest.as_str()));
+        assert_eq!(safe_next(&format!("{longest}a")), None);
+    }
+
+    #[test]
+    fn the_sign_in_page_returns_to_the_page_asked_for() {
+        let to = to_sign_in(Some("/shipments?status=failed"));
+        assert_eq!(
+            to.headers()[header::LOCATION],
+            "/login?next=%2Fshipments%3Fstatus%3Dfailed"
+        );
+        assert_eq!(to_sign_in(None).headers()[header::LOCATION], "/login");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::layout::{self, Section, Tone};
 use super::page::{Page, PageError, PageResult};
 use super::session::Signed;
 use crate::app::caches::ListedShipment;
-use crate::app::shipments::{self, get_shipment};
+use crate::app::shipments::{self, get_shipment_history};
 use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, Actor, AppState};
 use crate::domain::code::ShipmentCode;
@@ -73,12 +73,12 @@ pub(crate) async fn list_shipments(
                     tbody {
                         @for s in &page.data {
                             tr {
-                                td { a href={ "/shipments/" (s.code) } { code { (s.code) } } }
-                                td { (layout::status_badge(&s.status)) }
-                                td { "#" (s.courier_company_id) }
-                                td.num { (s.total_fee) }
-                                td { (layout::when(&s.created_at)) }
-                                td { (layout::when(&s.updated_at)) }
+                                td data-label="Code" { a href={ "/shipments/" (s.code) } { code { (s.code) } } }
+                                td data-label="Status" { (layout::status_badge(&s.status)) }
+                                td data-label="Courier company" { "#" (s.courier_company_id) }
+                                td.num data-label="Fee" { (s.total_fee) }
+                                td data-label="Created" { (layout::when(&s.created_at)) }
+                                td data-label="Last change" { (layout::when(&s.updated_at)) }
                             }
                         }
                     }
@@ -98,31 +98,71 @@ pub(crate) async fn list_shipments(
     ))
 }
 
-/// The events of a shipment that left a timestamp, in time order.
-fn timeline(s: &Shipment) -> Vec<(&'static str, DateTime<Utc>)> {
-    let mut events = vec![("Created and handed to the courier company", s.created_at)];
-    let rest = [
-        (
-            "Back with the courier company (driver unassigned)",
-            s.assigned_to_courier_at.filter(|t| *t != s.created_at),
-        ),
-        ("Driver assigned", s.assigned_to_driver_at),
-        ("Picked up: in transit", s.picked_up_at),
-        ("Delivery attempt failed", s.failed_at),
-        ("Delivered", s.delivered_at),
-        ("Returned", s.returned_at),
-        ("Cancelled", s.cancelled_at),
-        ("Rated", s.rated_at),
-    ];
-    events.extend(
-        rest.into_iter()
-            .filter_map(|(label, t)| t.map(|t| (label, t))),
-    );
-    events.sort_by_key(|(_, t)| *t);
-    events
+/// One step of a shipment's timeline: what happened, when, and a detail
+/// (a failure's reason, a rating) where the step has one.
+struct Step {
+    label: &'static str,
+    at: DateTime<Utc>,
+    detail: Option<String>,
 }
 
-/// `GET /shipments/{code}`: its details, its timeline, and its latest
+/// The timeline: one step per change of the shipment, in the order they
+/// were made (`changes`, oldest first, each as the shipment stood after
+/// it), so a state reached twice (picked up again after a failed attempt)
+/// shows twice, each time where it happened.
+fn timeline(changes: &[Shipment]) -> Vec<Step> {
+    let mut steps = Vec::with_capacity(changes.len());
+    let mut before: Option<&Shipment> = None;
+    for s in changes {
+        let step = match before {
+            None => Step {
+                label: "Created and handed to the courier company",
+                at: s.created_at,
+                detail: None,
+            },
+            Some(b) if b.status != s.status || b.assigned_driver_id != s.assigned_driver_id => {
+                Step {
+                    label: status_step(&s.status),
+                    at: s.updated_at,
+                    detail: (s.status == Status::Failed)
+                        .then(|| s.failure_reason.clone())
+                        .flatten(),
+                }
+            }
+            Some(b) if b.rating.is_none() && s.rating.is_some() => Step {
+                label: "Rated",
+                at: s.updated_at,
+                detail: s.rating.map(|r| format!("{r} / 10")),
+            },
+            Some(_) => Step {
+                label: "Changed",
+                at: s.updated_at,
+                detail: None,
+            },
+        };
+        steps.push(step);
+        before = Some(s);
+    }
+    steps
+}
+
+/// The step of a change that moved the shipment to `status` (or gave it
+/// another driver).
+fn status_step(status: &Status) -> &'static str {
+    match status {
+        Status::AssignedToCourier => "Back with the courier company (driver unassigned)",
+        Status::AssignedToDriver => "Driver assigned",
+        Status::InTransit => "Picked up: in transit",
+        Status::Failed => "Delivery attempt failed",
+        Status::Delivered => "Delivered",
+        Status::Returned => "Returned",
+        Status::Cancelled => "Cancelled",
+        _ => "Changed",
+    }
+}
+
+/// `GET /shipments/{code}`: its details, its timeline (every change, in
+/// order), and its latest
 /// deliveries to every target (with a Redeliver button on each failure to
 /// a webhook); after that button, a notice of what was queued.
 pub(crate) async fn show_shipment(
@@ -133,8 +173,8 @@ pub(crate) async fn show_shipment(
 ) -> PageResult {
     let code = ShipmentCode::parse(&code)
         .map_err(|_| PageError::NotFound("No shipment has this code."))?;
-    let s = match get_shipment(&state, signed.merchant_id(), &code).await {
-        Ok(s) => s,
+    let (s, changes) = match get_shipment_history(&state, signed.merchant_id(), &code).await {
+        Ok(found) => found,
         Err(app::Error::NotFound(_) | app::Error::Refused(crate::domain::Refusal::Forbidden)) => {
             return Err(PageError::NotFound("You have no shipment with this code."));
         }
@@ -157,7 +197,12 @@ pub(crate) async fn show_shipment(
                     dt { "Fee" } dd { (s.total_fee) }
                     dt { "Weight" } dd { @if let Some(w) = s.weight_kg { (w) " kg" } @else { (dash()) } }
                     dt { "Description" } dd { @if let Some(d) = &s.description { (d) } @else { (dash()) } }
-                    dt { "Items" } dd { @if s.items.is_empty() { (dash()) } @else { (s.items.join(", ")) } }
+                    dt { "Dimensions" } dd.multiline { @if let Some(d) = &s.dimensions { (d) } @else { (dash()) } }
+                    // A list, so an item with a comma in it reads as one.
+                    dt { "Items" } dd {
+                        @if s.items.is_empty() { (dash()) }
+                        @else { ul.items { @for item in &s.items { li { (item) } } } }
+                    }
                     dt { "From" } dd { @if let Some(a) = &s.start_address { (a) } @else { (dash()) } }
                     dt { "To" } dd { @if let Some(a) = &s.end_address { (a) } @else { (dash()) } }
                     dt { "Webhook URL" } dd.url { @if let Some(u) = &s.webhook_url { (u) } @else { (dash()) } }
@@ -169,8 +214,12 @@ pub(crate) async fn show_shipment(
             section.card {
                 h2 { "Timeline" }
                 ol.timeline {
-                    @for (label, at) in timeline(&s) {
-                        li { span.timeline-label { (label) } " " span.muted { (layout::when(&at)) } }
+                    @for step in timeline(&changes) {
+                        li {
+                            span.timeline-label { (step.label) } " "
+                            span.muted { (layout::when(&step.at)) }
+                            @if let Some(detail) = &step.detail { span.timeline-detail { (detail) } }
+                        }
                     }
                 }
             }

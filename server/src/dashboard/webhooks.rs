@@ -70,9 +70,9 @@ async fn webhooks_page(
                         tbody {
                             @for w in &hooks {
                                 tr {
-                                    td.url { a href={ "/webhooks/" (w.webhook_id) } { (w.url) } }
-                                    td { (active_badge(w.active)) }
-                                    td { (layout::when(&w.created_at)) }
+                                    td.url data-label="Endpoint" { a href={ "/webhooks/" (w.webhook_id) } { (w.url) } }
+                                    td data-label="State" { (active_badge(w.active)) }
+                                    td data-label="Registered" { (layout::when(&w.created_at)) }
                                     td.actions {
                                         a.button.button-small.button-quiet href={ "/webhooks/" (w.webhook_id) } { "Deliveries" }
                                         (toggle(signed, w, "list"))

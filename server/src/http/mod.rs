@@ -40,6 +40,10 @@ const MAX_REQUEST_ID: usize = 128;
 /// and `pages` at the root (the dashboard's and `/metrics`, or some or
 /// none of them). The pages come in as a router, so this layer does not
 /// depend on the dashboard's nor on what the metrics read.
+///
+/// What no route takes under `/api/v1` is always the API's problem. At
+/// the root it is `pages`' fallback: the dashboard's own page where the
+/// dashboard is served, else [`problem_fallback`]'s.
 pub(crate) fn router(state: AppState, pages: Router<AppState>) -> Router {
     let api = Router::new()
         .merge(shipments::router())
@@ -50,7 +54,7 @@ pub(crate) fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(webhooks::router())
         .merge(listen::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
-    let api = testing::mount(api, &state);
+    let api = testing::mount(api, &state).fallback(not_found);
     let app = Router::new()
         .merge(health::router())
         .nest("/api/v1", api)
@@ -58,14 +62,21 @@ pub(crate) fn router(state: AppState, pages: Router<AppState>) -> Router {
     with_common_layers(app, state)
 }
 
+/// Pages for a listener without the dashboard: a root whose fallback is
+/// the API's problem-shaped 404, as an unknown route's answer should be.
+pub(crate) fn problem_fallback() -> Router<AppState> {
+    Router::new().fallback(not_found)
+}
+
 /// What every listener's requests go through: request ids, the time
 /// limit, the body limit, panics caught, one log line each, metrics, and
-/// problem-shaped 404 and 405. The dashboard's own listener
-/// (`--dashboard-addr`) serves its pages through these too.
+/// a problem-shaped 405 on every route without a 405 of its own. The 404
+/// of a path no route takes is `app`'s fallback (see [`router`]). The
+/// dashboard's own listener (`--dashboard-addr`) serves its pages through
+/// these too.
 pub(crate) fn with_common_layers(app: Router<AppState>, state: AppState) -> Router {
     let timeout = state.request_timeout;
     app.route_layer(middleware::from_fn(crate::metrics::track_requests))
-        .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -25,6 +25,7 @@ use crate::domain::confirmation;
 use crate::domain::validation::NewShipment;
 
 pub(crate) mod by_code;
+mod history;
 mod list;
 pub(crate) mod record;
 

@@ -6,7 +6,9 @@ pub(crate) mod browser;
 
 mod api_keys;
 mod auth;
+mod cross_origin;
 mod redelivery;
+mod return_path;
 mod serving;
 mod shipments;
 mod webhooks;

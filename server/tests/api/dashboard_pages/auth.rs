@@ -30,7 +30,13 @@ async fn pages_send_signed_out_visitors_to_sign_in(app: &TestApp) {
     ] {
         let got = browser.get(path).await;
         assert_eq!(got.status, StatusCode::SEE_OTHER, "{path}");
-        assert_eq!(got.location(), "/login", "{path}");
+        // With the page to come back to (the overview needs none).
+        let back: String = url::form_urlencoded::byte_serialize(path.as_bytes()).collect();
+        let expected = match path {
+            "/" => "/login".to_owned(),
+            _ => format!("/login?next={back}"),
+        };
+        assert_eq!(got.location(), expected, "{path}");
     }
     // Posting without a session changes nothing and also goes to sign-in.
     let got = browser
@@ -47,7 +53,7 @@ async fn pages_send_signed_out_visitors_to_sign_in(app: &TestApp) {
         .unwrap()
         .insert("shipments_session".into(), "madeUpToken123".into());
     let got = browser.get("/keys").await;
-    assert_eq!(got.location(), "/login");
+    assert_eq!(got.location(), "/login?next=%2Fkeys");
     // The sign-in page and the stylesheet are open to all.
     assert_eq!(browser.get("/login").await.status, StatusCode::OK);
     let css = browser.get("/static/style.css").await;
@@ -139,7 +145,7 @@ async fn sign_in_sets_a_strict_session_cookie_shared_with_the_api(app: &TestApp)
         (StatusCode::SEE_OTHER, "/login?signed-out")
     );
     assert!(out.set_cookie("shipments_session").contains("Max-Age=0"));
-    assert_eq!(browser.get("/keys").await.location(), "/login");
+    assert_eq!(browser.get("/keys").await.location(), "/login?next=%2Fkeys");
     let (status, _) = send(app.bearer(Method::GET, "/api-keys", &token)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let _ = f;

@@ -8,7 +8,11 @@ use shipment_testkit::{Db, TestApp, db_tests, send};
 
 use super::browser::{Browser, signed_in};
 
-db_tests!(pages_carry_the_security_headers_and_label_every_input);
+db_tests!(
+    pages_carry_the_security_headers_and_label_every_input,
+    mistyped_urls_and_form_urls_are_dashboard_pages,
+    the_favicon_is_served_and_cached,
+);
 
 async fn pages_carry_the_security_headers_and_label_every_input(app: &TestApp) {
     let (browser, f) = signed_in(app).await;
@@ -71,7 +75,7 @@ async fn pages_carry_the_security_headers_and_label_every_input(app: &TestApp) {
             assert!(csp.contains(directive), "{path}: {csp}");
         }
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
-        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         assert_eq!(h[CACHE_CONTROL], "no-store", "{path}");
         assert!(h[CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
         assert!(!page.body.contains("<script>"), "{path}: no inline script");
@@ -136,4 +140,114 @@ async fn the_dashboard_can_have_an_address_of_its_own() {
     let (status, _) = send(app.req(Method::GET, "/merchant-couriers", &f.key)).await;
     assert_eq!(status, StatusCode::OK);
     app.stop().await;
+}
+
+/// The headers every dashboard page carries, on `answer` (of `what`).
+fn assert_dashboard_page(what: &str, answer: &super::browser::Answer) {
+    let h = &answer.headers;
+    assert!(
+        h[CONTENT_TYPE].to_str().unwrap().starts_with("text/html"),
+        "{what}: {h:?}"
+    );
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'self'"), "{what}: {csp}");
+    assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
+    assert_eq!(h["x-frame-options"], "DENY", "{what}");
+    assert_eq!(h[CACHE_CONTROL], "no-store", "{what}");
+    assert!(
+        answer.body.starts_with("<!DOCTYPE html>"),
+        "{what}: {}",
+        answer.body
+    );
+    assert!(answer.body.contains("Back to the dashboard"), "{what}");
+}
+
+async fn mistyped_urls_and_form_urls_are_dashboard_pages(app: &TestApp) {
+    let (browser, _f) = signed_in(app).await;
+    let stranger = Browser::new(app);
+    for visitor in [&browser, &stranger] {
+        for path in [
+            "/keyz",
+            "/shipments/SHP-AAAA-AAAA/extra",
+            "/static/nope.css",
+            "/api",
+        ] {
+            let got = visitor.get(path).await;
+            assert_eq!(got.status, StatusCode::NOT_FOUND, "{path}: {}", got.body);
+            assert_dashboard_page(path, &got);
+            assert!(got.body.contains("Not found"), "{path}");
+        }
+        // A form's URL opened (a reload after a post, a shared link).
+        for path in [
+            "/keys/verify",
+            "/webhooks/1/enable",
+            "/webhooks/1/disable",
+            "/webhooks/1/redeliver",
+            "/webhooks/1/deliveries/2/redeliver",
+        ] {
+            let got = visitor.get(path).await;
+            assert_eq!(
+                got.status,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{path}: {}",
+                got.body
+            );
+            assert_dashboard_page(path, &got);
+            assert_eq!(got.headers["allow"], "POST", "{path}");
+        }
+        // A post to a page that only shows.
+        let got = visitor.post("/shipments", &[]).await;
+        assert_eq!(got.status, StatusCode::METHOD_NOT_ALLOWED, "{}", got.body);
+        assert_dashboard_page("POST /shipments", &got);
+        let got = visitor.post("/nowhere", &[]).await;
+        assert_eq!(got.status, StatusCode::NOT_FOUND, "{}", got.body);
+        assert_dashboard_page("POST /nowhere", &got);
+    }
+    // The API's own answers stay problems.
+    for path in ["/api/v1/nope", "/api/v1"] {
+        let got = browser.get(path).await;
+        assert_eq!(got.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(
+            got.headers[CONTENT_TYPE], "application/problem+json",
+            "{path}"
+        );
+    }
+    let got = browser
+        .send(
+            browser
+                .client
+                .delete(format!("{}/api/v1/shipments", app.root)),
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(got.headers[CONTENT_TYPE], "application/problem+json");
+}
+
+async fn the_favicon_is_served_and_cached(app: &TestApp) {
+    let browser = Browser::new(app);
+    let page = browser.get("/login").await;
+    assert!(
+        page.body
+            .contains("<link rel=\"icon\" href=\"/favicon.ico\""),
+        "{}",
+        page.body
+    );
+    let response = reqwest::Client::new()
+        .get(format!("{}/favicon.ico", app.root))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let h = response.headers().clone();
+    assert_eq!(h[CONTENT_TYPE], "image/x-icon");
+    assert!(
+        h[CACHE_CONTROL].to_str().unwrap().contains("max-age="),
+        "{h:?}"
+    );
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    let icon = response.bytes().await.unwrap();
+    // An ICO file: reserved 0, type 1 (icon), at least one image.
+    assert_eq!(&icon[..4], &[0, 0, 1, 0]);
+    assert!(u16::from_le_bytes([icon[4], icon[5]]) >= 1);
+    assert!(icon.len() < 4096, "small: {} bytes", icon.len());
 }
