@@ -698,7 +698,8 @@ enum Want {
     Status(u16),
     /// 303 to anywhere but the sign-in page.
     Go,
-    /// 303 to the sign-in page (`/login`).
+    /// 303 to the sign-in page (`/login`, with `?next=` naming the page
+    /// asked for when it was a page to come back to).
     SignIn,
 }
 
@@ -742,6 +743,7 @@ const PAGES: &[(&str, [Want; 4])] = &[
     ("GET /shipments/{code}",                                   [IN,   OK,   NF,   IN]),
     ("GET /static/style.css",                                   [OK,   OK,   OK,   OK]),
     ("GET /static/copy.js",                                     [OK,   OK,   OK,   OK]),
+    ("GET /favicon.ico",                                        [OK,   OK,   OK,   OK]),
 ];
 
 /// The pages of the dashboard's router (`server/src/dashboard/mod.rs`), as
@@ -935,6 +937,12 @@ impl Visitors {
     }
 }
 
+/// Whether a redirect goes to the sign-in page, which comes back to a path
+/// of the dashboard afterwards (`/login?next=%2F…`) or to its start.
+fn is_sign_in(location: &str) -> bool {
+    location == "/login" || location.starts_with("/login?next=%2F")
+}
+
 async fn every_page_answers_every_session_as_the_matrix_says(app: &TestApp) {
     let rows: BTreeSet<String> = PAGES.iter().map(|(page, _)| (*page).to_owned()).collect();
     assert_eq!(rows.len(), PAGES.len(), "a page has two rows");
@@ -952,8 +960,8 @@ async fn every_page_answers_every_session_as_the_matrix_says(app: &TestApp) {
             let status = got.status.as_u16();
             let right = match want {
                 Want::Status(s) => status == *s,
-                Want::Go => status == 303 && got.location() != "/login",
-                Want::SignIn => status == 303 && got.location() == "/login",
+                Want::Go => status == 303 && !is_sign_in(got.location()),
+                Want::SignIn => status == 303 && is_sign_in(got.location()),
             };
             let cell = format!("{page} as {visitor:?}");
             if !right {
