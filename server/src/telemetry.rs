@@ -130,7 +130,7 @@ pub fn redact_url(url: &str) -> String {
 /// `OTEL_EXPORTER_OTLP_ENDPOINT`: `/v1/traces` is appended) in batches from
 /// a thread of its own, and the layer feeding it, under the service name
 /// `shipment-server`. A batch that cannot be exported is logged as a
-/// warning, at most once a minute ([`ExportLosses`]).
+/// warning, at most once a minute.
 ///
 /// Every span the server starts is sampled, whatever a caller's
 /// `traceparent` says of its own: a caller's `sampled=0` does not switch
