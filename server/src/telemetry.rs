@@ -15,6 +15,9 @@
 //! request writes, and sent unchanged with their deliveries and listener
 //! events, so the merchant's own trace still reaches its webhook receiver.
 //! A request without the header costs one header lookup.
+//!
+//! Both ways the header is read by one strict parser (`caller_span`), and
+//! any URL a log line or span shows goes through [`redact_url`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -258,7 +261,7 @@ impl<E: SpanExporter> SpanExporter for Reporting<E> {
         if let Err(e) = &result
             && let Some(warning) = self.losses.failed(spans, &e.to_string(), Instant::now())
         {
-            tracing::warn!(target: "shipment_server::telemetry", "{warning}");
+            tracing::warn!("{warning}");
         }
         result
     }
@@ -266,7 +269,7 @@ impl<E: SpanExporter> SpanExporter for Reporting<E> {
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         let result = self.inner.shutdown_with_timeout(timeout);
         if let Some(warning) = self.losses.unreported() {
-            tracing::warn!(target: "shipment_server::telemetry", "{warning}");
+            tracing::warn!("{warning}");
         }
         result
     }
