@@ -296,7 +296,7 @@ delivery for `shipctl replay FILE --forward-to URL`.
 #[command(after_help = REPLAY_EXIT_CODES)]
 pub struct ReplayArgs {
     /// The file `shipctl listen --record FILE` wrote (one JSON object per
-    /// line).
+    /// line, each at most 1 MiB), or a pipe such as /dev/stdin.
     pub file: PathBuf,
     /// Where to POST each delivery, e.g. http://localhost:3000/webhooks.
     #[arg(long, value_name = "URL")]
@@ -321,7 +321,8 @@ Exit codes:
   0  success: every delivery sent was answered below 400 (or none matched)
   1  at least one was not: a status of 400 or more, no answer, no connection
   2  usage: a wrong flag or address, a file that cannot be read or has a line
-     that is not a recorded delivery (nothing is sent then)";
+     that is not a recorded delivery or is longer than 1 MiB (from a file,
+     nothing is sent then; from a pipe, what came before it was sent)";
 
 /// `shipctl doctor`.
 #[derive(Debug, Args)]

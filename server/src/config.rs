@@ -17,6 +17,15 @@ use crate::webhooks::DispatchSettings;
 /// larger is 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The most of a request body left unread by its handler (an oversize
+/// body, or one sent with a refused key) that the server reads and throws
+/// away before answering (16 MiB), so a client that writes its whole body
+/// before reading gets the answer: many times [`MAX_BODY_BYTES`], for any
+/// body sent by mistake, and small enough that no client keeps the server
+/// reading for long. A longer rest, or one that takes longer than the
+/// request time-out, is answered at once with `Connection: close`.
+pub const MAX_DRAINED_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://shipments.db";
 
@@ -63,14 +72,18 @@ pub struct WebhookArgs {
     /// Extra root certificates (PEM) to trust for webhook targets.
     #[arg(long, env = "SHIPMENT_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
-    /// Longest a delivery may take, in seconds.
+    /// Longest a delivery may take, in seconds (at least 1). The outbox
+    /// lease must be at least twice it (`--outbox-lease-secs`).
     #[arg(long, env = "SHIPMENT_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
     /// Pause between outbox polls when there is nothing to deliver, in ms.
     #[arg(long, env = "SHIPMENT_OUTBOX_POLL_MS", default_value_t = 200)]
     pub outbox_poll_ms: u64,
     /// How long a claimed outbox row is held before another process may
-    /// deliver it (a process that died), in seconds.
+    /// deliver it (a process that died), in seconds. At least twice
+    /// `--webhook-timeout-secs`, or the server does not start: a shorter
+    /// lease could run out while a delivery is still waiting for its
+    /// answer, and another process would send the change again.
     #[arg(long, env = "SHIPMENT_OUTBOX_LEASE_SECS", default_value_t = 60)]
     pub outbox_lease_secs: u64,
     /// Serve the API only and leave webhook delivery to other processes on
@@ -88,6 +101,27 @@ pub struct WebhookArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub redeliveries_per_minute: u32,
+}
+
+impl WebhookArgs {
+    /// The outbox lease, refused when shorter than twice the delivery
+    /// time-out (as the server uses it, at least 1 s). A lease is renewed
+    /// every third of it while its delivery runs; were it shorter than two
+    /// time-outs, a slow receiver could outlast it between renewals and
+    /// another process would deliver the row a second time. Refused rather
+    /// than quietly raised, so the flags mean what they say.
+    pub fn lease(&self) -> Result<Duration, StartError> {
+        let timeout = self.webhook_timeout_secs.max(1);
+        let shortest = timeout.saturating_mul(2);
+        if self.outbox_lease_secs < shortest {
+            return Err(StartError::LeaseShorterThanTimeouts {
+                lease_secs: self.outbox_lease_secs,
+                timeout_secs: timeout,
+                shortest_secs: shortest,
+            });
+        }
+        Ok(Duration::from_secs(self.outbox_lease_secs))
+    }
 }
 
 /// The default of `--redeliveries-per-minute`.
@@ -381,7 +415,7 @@ impl Config {
             extra_roots_pem,
             timeout: Duration::from_secs(w.webhook_timeout_secs.max(1)),
             poll_interval: Duration::from_millis(w.outbox_poll_ms.max(10)),
-            lease: Duration::from_secs(w.outbox_lease_secs.max(w.webhook_timeout_secs * 2).max(1)),
+            lease: w.lease()?,
             ..DispatchSettings::default()
         })
     }

@@ -70,6 +70,8 @@ impl Application {
         {
             return Err(StartError::TestControlsInProduction);
         }
+        // Before the database: a refused combination of flags costs nothing.
+        let dispatch_settings = config.dispatch_settings()?;
         let test_controls = config.test_controls.then(|| {
             std::sync::Arc::new(app::testing::TestControls::new(
                 store::merchants::TestMerchantLimits {
@@ -83,18 +85,15 @@ impl Application {
         let data_key = config.data_key.load()?;
         let outbox_signal = std::sync::Arc::new(tokio::sync::Notify::new());
         let listeners = webhooks::listeners::Listeners::new();
-        let dispatcher = webhooks::Dispatcher::new(
-            store.clone(),
-            data_key.clone(),
-            config.dispatch_settings()?,
-        )?
-        .woken_by(outbox_signal.clone())
-        .feeding(listeners.clone())
-        .with_test_controls(
-            test_controls
-                .clone()
-                .map(|c| c as std::sync::Arc<dyn webhooks::Duplicates>),
-        );
+        let dispatcher =
+            webhooks::Dispatcher::new(store.clone(), data_key.clone(), dispatch_settings)?
+                .woken_by(outbox_signal.clone())
+                .feeding(listeners.clone())
+                .with_test_controls(
+                    test_controls
+                        .clone()
+                        .map(|c| c as std::sync::Arc<dyn webhooks::Duplicates>),
+                );
         let listener = bind(config.addr).await?;
         let metrics_listener = match config.metrics_addr {
             Some(addr) => Some(bind(addr).await?),

@@ -196,7 +196,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate(database) => {
             let store = Store::connect(&database.database_url, database.pool()).await?;
             store.migrate().await?;
-            println!("migrated {}", redact_url(&database.database_url));
+            println!("migrated {}", telemetry::redact_url(&database.database_url));
         }
         Command::Demo {
             addr,
@@ -339,17 +339,6 @@ fn readyz_url(addr: SocketAddr) -> anyhow::Result<String> {
         "http://{}/readyz",
         SocketAddr::new(ip, addr.port())
     ))
-}
-
-/// Hides a password in a database URL before printing it.
-fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("****"));
-            u.to_string()
-        }
-        _ => url.to_owned(),
-    }
 }
 
 #[allow(clippy::print_stdout)]

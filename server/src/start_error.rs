@@ -65,6 +65,21 @@ pub enum StartError {
          make the server fail, stall and repeat itself; use it on a staging server"
     )]
     TestControlsInProduction,
+    /// `--outbox-lease-secs` is shorter than twice `--webhook-timeout-secs`.
+    #[error(
+        "--outbox-lease-secs {lease_secs} is shorter than twice --webhook-timeout-secs \
+         {timeout_secs}: a delivery still waiting for its answer could lose its lease and be \
+         sent again by another process; set --outbox-lease-secs to {shortest_secs} or more, or \
+         lower --webhook-timeout-secs"
+    )]
+    LeaseShorterThanTimeouts {
+        /// `--outbox-lease-secs`.
+        lease_secs: u64,
+        /// `--webhook-timeout-secs`, as used (at least 1).
+        timeout_secs: u64,
+        /// The shortest lease allowed with it.
+        shortest_secs: u64,
+    },
     /// `--fixtures FILE` could not be applied (nothing of it was).
     #[error(transparent)]
     Fixtures(#[from] FixtureError),

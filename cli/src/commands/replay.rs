@@ -7,8 +7,11 @@
 //! signatures are those of the listener signing key of the time, so the
 //! app verifies them with that key.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
+
+use shipment_sdk::resources::listen::MAX_EVENT_BYTES;
 
 use crate::cli::ReplayArgs;
 use crate::commands::local_app;
@@ -17,19 +20,37 @@ use crate::error::{FAILURE, Failure};
 use crate::note;
 use crate::output::Format;
 
+/// The longest line `replay` reads, line ending aside: what `listen`
+/// reads of one event ([`MAX_EVENT_BYTES`], 1 MiB), so a file is read a
+/// line at a time in bounded memory, and a line that never ends (such as
+/// `/dev/zero`) is refused after 1 MiB instead of filling the memory.
+pub const MAX_LINE_BYTES: usize = MAX_EVENT_BYTES;
+
 /// Runs `shipctl replay`.
 pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Result<(), Failure> {
     let target = local_app::local_url(&args.forward_to)?;
-    // The whole file first: a bad line stops the replay before anything
-    // is sent, rather than halfway through a sequence.
-    let recorded = read(&args.file)?;
+    let file = open(&args.file)?;
+    // A regular file is checked whole first, a line at a time, so a bad
+    // line stops the replay before anything is sent rather than halfway
+    // through a sequence; then it is read again, as far as was checked.
+    // A pipe or a FIFO can be read once only: each line is checked as it
+    // comes, and a bad one stops the replay there.
+    let checked = match file.metadata() {
+        Ok(m) if m.is_file() => Some(check(&args.file, &file)?),
+        _ => None,
+    };
+    let mut records = match checked {
+        Some(len) => Records::new(Box::new(open(&args.file)?.take(len))),
+        None => Records::new(Box::new(file)),
+    };
     let http = local_app::local_client(args.timeout, args.skip_verify)?;
     let filter = Filter {
         statuses: args.status,
         codes: args.code,
     };
-    let (mut sent, mut refused) = (0_usize, 0_usize);
-    for record in &recorded {
+    let (mut read, mut sent, mut refused) = (0_usize, 0_usize, 0_usize);
+    while let Some(record) = records.next_record().map_err(|e| e.failure(&args.file))? {
+        read += 1;
         let status = local_app::shipment_status(&record.body);
         if !filter.matches(&record.shipment_code, status.as_deref()) {
             continue;
@@ -43,8 +64,7 @@ pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Resu
         local_app::write_line(out, format, &line)?;
     }
     note(format!(
-        "Replayed {sent} of {} recorded deliveries to {target}",
-        recorded.len()
+        "Replayed {sent} of {read} recorded deliveries to {target}"
     ));
     if refused > 0 {
         return Err(Failure::new(
@@ -55,27 +75,109 @@ pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Resu
     Ok(())
 }
 
-/// Reads a `--record` file: one [`Recorded`] per line, blank lines
-/// skipped. A file that cannot be read, or a line that is not a recorded
-/// delivery, is a usage error naming the line.
-fn read(path: &Path) -> Result<Vec<Recorded>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
-    parse(&text).map_err(|(n, e)| {
-        Failure::usage(format!(
-            "{} line {n} is not a delivery `shipctl listen --record` wrote: {e}",
-            path.display()
-        ))
-    })
+fn open(path: &Path) -> Result<File, Failure> {
+    File::open(path).map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
 }
 
-/// The records of a file's text, or the first bad line (from 1) and why.
-fn parse(text: &str) -> Result<Vec<Recorded>, (usize, serde_json::Error)> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| serde_json::from_str(line).map_err(|e| (i + 1, e)))
-        .collect()
+/// Reads the whole of a regular file a line at a time, keeping none:
+/// the bytes checked (the second reading stops there, so lines appended
+/// meanwhile are not sent unchecked), or the first bad line.
+fn check(path: &Path, file: &File) -> Result<u64, Failure> {
+    let mut records = Records::new(Box::new(file));
+    while records
+        .next_record()
+        .map_err(|e| e.failure(path))?
+        .is_some()
+    {}
+    Ok(records.consumed)
+}
+
+/// The [`Recorded`] deliveries of a `--record` file, one per line, blank
+/// lines skipped, each line read whole but no line longer than
+/// [`MAX_LINE_BYTES`].
+struct Records<'a> {
+    input: BufReader<Box<dyn Read + 'a>>,
+    line: Vec<u8>,
+    /// Lines read so far (the number of the last one).
+    number: usize,
+    /// Bytes read so far.
+    consumed: u64,
+}
+
+/// Why a line of a `--record` file was refused, and its number (from 1).
+#[derive(Debug)]
+enum BadLine {
+    /// Longer than [`MAX_LINE_BYTES`].
+    TooLong(usize),
+    /// Not a delivery `listen --record` wrote.
+    NotADelivery(usize, serde_json::Error),
+    /// The file could not be read there.
+    Unreadable(usize, std::io::Error),
+}
+
+impl BadLine {
+    fn failure(self, path: &Path) -> Failure {
+        let path = path.display();
+        Failure::usage(match self {
+            BadLine::TooLong(n) => format!(
+                "{path} line {n} is longer than {} MiB, the longest delivery `shipctl listen` \
+                 reads and records",
+                MAX_LINE_BYTES >> 20
+            ),
+            BadLine::NotADelivery(n, e) => {
+                format!("{path} line {n} is not a delivery `shipctl listen --record` wrote: {e}")
+            }
+            BadLine::Unreadable(n, e) => format!("cannot read {path} at line {n}: {e}"),
+        })
+    }
+}
+
+impl<'a> Records<'a> {
+    fn new(input: Box<dyn Read + 'a>) -> Records<'a> {
+        Records {
+            input: BufReader::new(input),
+            line: Vec::new(),
+            number: 0,
+            consumed: 0,
+        }
+    }
+
+    /// The next record, `None` at the end.
+    fn next_record(&mut self) -> Result<Option<Recorded>, BadLine> {
+        loop {
+            self.number += 1;
+            let n = self.number;
+            self.line.clear();
+            // One byte more than a line and its "\r\n" may take: reading
+            // stops there, so a line without an end costs no more.
+            let limit = MAX_LINE_BYTES as u64 + 3;
+            let got = (&mut self.input)
+                .take(limit)
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| BadLine::Unreadable(n, e))?;
+            if got == 0 {
+                return Ok(None);
+            }
+            self.consumed += got as u64;
+            let mut text = self.line.as_slice();
+            let ended = text.last() == Some(&b'\n');
+            if ended {
+                text = &text[..text.len() - 1];
+            }
+            if let Some(rest) = text.strip_suffix(b"\r") {
+                text = rest;
+            }
+            if text.len() > MAX_LINE_BYTES {
+                return Err(BadLine::TooLong(n));
+            }
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return serde_json::from_slice(text)
+                .map(Some)
+                .map_err(|e| BadLine::NotADelivery(n, e));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -84,10 +186,20 @@ mod tests {
 
     const LINE: &str = r#"{"delivery_id":"dlv_7_l","received_at":"2026-11-24T09:31:02Z","shipment_code":"SHP-7K3M-Q9ZX","version":3,"headers":{"X-Service-Signature":"sha256=00","X-Service-Delivery-Id":"dlv_7_l"},"body":"{\"code\":\"SHP-7K3M-Q9ZX\",\"status\":\"delivered\"}"}"#;
 
+    /// Every record of `text`, or the first bad line.
+    fn parse(text: &str) -> Result<Vec<Recorded>, BadLine> {
+        let mut records = Records::new(Box::new(text.as_bytes()));
+        let mut all = Vec::new();
+        while let Some(record) = records.next_record()? {
+            all.push(record);
+        }
+        Ok(all)
+    }
+
     #[test]
     fn a_recorded_line_gives_back_the_delivery_byte_for_byte() {
-        let records = parse(&format!("{LINE}\n\n{LINE}\n")).unwrap();
-        assert_eq!(records.len(), 2);
+        let records = parse(&format!("{LINE}\n\n{LINE}\r\n{LINE}")).unwrap();
+        assert_eq!(records.len(), 3);
         let delivery = records[0].delivery();
         assert_eq!(delivery.delivery_id, "dlv_7_l");
         assert_eq!(delivery.signature, "sha256=00");
@@ -103,10 +215,62 @@ mod tests {
 
     #[test]
     fn a_bad_line_is_named_by_its_number() {
-        let (n, e) = parse(&format!("{LINE}\n{{\"delivery_id\":\"x\"}}\n")).unwrap_err();
+        let Err(BadLine::NotADelivery(n, e)) =
+            parse(&format!("{LINE}\n{{\"delivery_id\":\"x\"}}\n"))
+        else {
+            panic!("refused")
+        };
         assert_eq!(n, 2);
         assert!(e.to_string().contains("missing field"), "{e}");
-        let (n, _) = parse("not json").unwrap_err();
+        let Err(BadLine::NotADelivery(n, _)) = parse("not json") else {
+            panic!("refused")
+        };
         assert_eq!(n, 1);
+    }
+
+    /// `LINE` with its body padded by spaces inside the JSON to `len`
+    /// bytes: still a recorded delivery.
+    fn padded(len: usize) -> String {
+        let pad = len - LINE.len();
+        let line = LINE.replacen(
+            "{\"delivery_id\"",
+            &format!("{{{}\"delivery_id\"", " ".repeat(pad)),
+            1,
+        );
+        assert_eq!(line.len(), len);
+        line
+    }
+
+    #[test]
+    fn a_line_of_the_limit_is_read_and_one_byte_more_is_refused_by_its_number() {
+        let at = padded(MAX_LINE_BYTES);
+        let records = parse(&format!("{LINE}\n{at}\n{at}\r\n{at}")).unwrap();
+        assert_eq!(records.len(), 4);
+        assert_eq!(records[3], records[0]);
+
+        let over = padded(MAX_LINE_BYTES + 1);
+        for text in [
+            format!("{LINE}\n\n{over}\n{LINE}\n"),
+            format!("{LINE}\n\n{over}"),
+            format!("{LINE}\n\n{over}\r\n"),
+        ] {
+            let Err(BadLine::TooLong(n)) = parse(&text) else {
+                panic!("refused")
+            };
+            assert_eq!(n, 3);
+        }
+        let message = BadLine::TooLong(3).failure(Path::new("x.ndjson")).message;
+        assert!(
+            message.starts_with("x.ndjson line 3 is longer than 1 MiB"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_endless_line_is_read_no_further_than_the_limit() {
+        let mut endless = std::io::repeat(b'x');
+        let mut records = Records::new(Box::new(&mut endless));
+        assert!(matches!(records.next_record(), Err(BadLine::TooLong(1))));
+        assert!(records.consumed <= MAX_LINE_BYTES as u64 + 3);
     }
 }

@@ -98,6 +98,17 @@ impl Shipctl {
             .expect("start shipctl")
     }
 
+    /// Starts `shipctl args...` with stdin, stdout and stderr piped, for a
+    /// test that feeds its input as it runs.
+    pub fn spawn_fed(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start shipctl")
+    }
+
     /// Like [`Shipctl::run`], on a blocking thread, for async tests whose
     /// server runs in the same process.
     pub async fn run_async(&self, args: &[&str]) -> Run {

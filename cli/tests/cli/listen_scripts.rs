@@ -387,6 +387,11 @@ fn usage_errors_of_listen_and_replay_are_exit_2() {
     let bad_file = dir.path().join("bad.ndjson");
     std::fs::write(&bad_file, "{\"delivery_id\":\"dlv_1_l\"}\n").unwrap();
     let bad_file = bad_file.to_str().unwrap();
+    // Its second line is one byte over the limit (1 MiB), and not JSON:
+    // the length is what is named.
+    let long_file = dir.path().join("long.ndjson");
+    std::fs::write(&long_file, format!("\n{}\n", "x".repeat((1 << 20) + 1))).unwrap();
+    let long_file = long_file.to_str().unwrap();
     let cases: &[&[&str]] = &[
         &["listen", "--max-wait", "2m"],
         &["listen", "--until-status", "deliverd"],
@@ -411,6 +416,7 @@ fn usage_errors_of_listen_and_replay_are_exit_2() {
             "http://127.0.0.1:9/x",
         ],
         &["replay", bad_file, "--forward-to", "localhost:3000"],
+        &["replay", long_file, "--forward-to", "http://127.0.0.1:9/x"],
     ];
     let mut text = String::new();
     for args in cases {
@@ -425,6 +431,43 @@ fn usage_errors_of_listen_and_replay_are_exit_2() {
     }
     let text = text.replace(dir.path().to_str().unwrap(), "[DIR]");
     snapshot!("listen_usage_errors", text);
+}
+
+/// A recording that never ends a line, fed through a pipe: `replay` reads
+/// it a line at a time and stops after 1 MiB, naming the line, instead of
+/// reading the whole input into memory first.
+#[test]
+fn replay_reads_a_pipe_as_it_comes_and_stops_at_a_line_over_1_mib() {
+    use std::io::Read as _;
+    let mut child = offline().spawn_fed(&[
+        "replay",
+        "/dev/stdin",
+        "--forward-to",
+        "http://127.0.0.1:9/x",
+    ]);
+    let mut input = child.stdin.take().unwrap();
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut written = 0_usize;
+    // Until the reader goes away, or far beyond the limit.
+    while written < 128 << 20 && input.write_all(&chunk).is_ok() {
+        written += chunk.len();
+    }
+    drop(input);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/dev/stdin line 1 is longer than 1 MiB"),
+        "{stderr}"
+    );
+    // 1 MiB read, and what the pipe's buffer took.
+    assert!(written < 32 << 20, "{written} bytes written");
 }
 
 /// Waiting, a service that is not there is exit 6 at once; and a service

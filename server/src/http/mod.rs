@@ -17,6 +17,7 @@ use crate::app::AppState;
 pub(crate) mod api_keys;
 pub(crate) mod auth;
 mod courier_side;
+mod drain;
 pub(crate) mod error;
 pub(crate) mod extract;
 mod health;
@@ -69,7 +70,8 @@ pub(crate) fn problem_fallback() -> Router<AppState> {
 }
 
 /// What every listener's requests go through: request ids, the time
-/// limit, the body limit, panics caught, one log line each, metrics, and
+/// limit, the body limit (with what a handler left of a body read before
+/// answering: `drain.rs`), panics caught, one log line each, metrics, and
 /// a problem-shaped 405 on every route without a 405 of its own. The 404
 /// of a path no route takes is `app`'s fallback (see [`router`]). The
 /// dashboard's own listener (`--dashboard-addr`) serves its pages through
@@ -97,10 +99,12 @@ pub(crate) fn with_common_layers(app: Router<AppState>, state: AppState) -> Rout
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         .layer(middleware::from_fn(move |req, next| request_scope(req, next, timeout)))
+        // Outermost, so its reading is not counted in the request's time.
+        .layer(middleware::from_fn(move |req, next| drain::drain_unread(req, next, timeout)))
 }
 
 /// Gives every request an id (the caller's, if sane), makes it available to
-/// error bodies, keeps the caller's trace context for the changes it
+/// error bodies, refuses an API body declared longer than the limit, keeps the caller's trace context for the changes it
 /// writes (`telemetry::with_caller`), bounds the request's time, and
 /// echoes the id.
 async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Response {
@@ -117,6 +121,12 @@ async fn request_scope(mut req: Request, next: Next, timeout: Duration) -> Respo
     let caller = crate::telemetry::caller(req.headers());
     let mut response = error::REQUEST_ID
         .scope(id, async move {
+            // Refused before any of it is read (`drain.rs` then reads it
+            // all, up to its bound, before the answer goes out); the
+            // dashboard's pages answer an oversize form with a page.
+            if req.uri().path().starts_with("/api/") && drain::declares_oversize(req.headers()) {
+                return ApiError::payload_too_large().into_response();
+            }
             let request = crate::telemetry::with_caller(caller, next.run(req));
             match tokio::time::timeout(timeout, request).await {
                 Ok(response) => response,

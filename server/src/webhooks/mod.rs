@@ -473,11 +473,14 @@ impl Dispatcher {
         // The delivery's span, a child of the span of the request that
         // made the change (its stored `traceparent`), which the receiver
         // gets as the parent of its own work. Only with exported spans.
+        // Merchants put tokens in their URLs' queries: logs and spans show
+        // the URL redacted.
+        let shown_url = crate::telemetry::redact_url(&target.url);
         let span = tracing::info_span!(
             "webhook.delivery",
             otel.kind = "client",
             outbox_id = row.id,
-            url.full = %target.url,
+            url.full = %shown_url,
             http.request.method = "POST",
             http.response.status_code = tracing::field::Empty,
         );
@@ -497,7 +500,7 @@ impl Dispatcher {
             // The same request again (same body, signature and delivery
             // id); the log keeps the first attempt.
             let again = self.try_send(row, target, traceparent).await;
-            tracing::info!(outbox_id = row.id, url = %target.url, outcome = ?again, "webhook delivery sent again (test controls)");
+            tracing::info!(outbox_id = row.id, url = %shown_url, outcome = ?again, "webhook delivery sent again (test controls)");
         }
         let duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
         let attempt = match outcome {
@@ -522,7 +525,7 @@ impl Dispatcher {
             outbox_id = row.id,
             shipment = %row.shipment_code,
             version = row.version,
-            url = %target.url,
+            url = %shown_url,
             status = attempt.status_code,
             error = attempt.error.as_deref(),
             duration_ms,
