@@ -6,6 +6,7 @@ mod receiver;
 
 mod binary;
 mod caches;
+mod cluster;
 mod courier;
 mod dashboard;
 mod dashboard_pages;
@@ -17,6 +18,7 @@ mod hardening;
 mod layers;
 mod lifecycle;
 mod listen;
+mod listen_processes;
 mod openapi;
 mod operations;
 mod otlp;
