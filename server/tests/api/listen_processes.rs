@@ -1,9 +1,10 @@
 //! Listeners on several server processes sharing PostgreSQL (the
 //! [`Cluster`] helper): replacing the listener signing key through one
 //! process ends the streams of every other; a listener that resumes with
-//! `Last-Event-ID` on another process, over and over during a burst,
-//! misses no change; and a process whose notification connection drops
-//! never leaves a stream open with a hole in it.
+//! `Last-Event-ID` on another process, over and over during a burst or
+//! after its own process was killed, misses no change; and a process whose
+//! notification connection drops never leaves a stream open with a hole in
+//! it.
 //!
 //! PostgreSQL only: one SQLite file has one server process, and its
 //! listeners are fed by that process's own dispatcher (the single-process
@@ -19,7 +20,7 @@ use serde_json::Value;
 use shipment_testkit::Db;
 use tokio::sync::watch;
 
-use crate::cluster::{Cast, Cluster, NO_TAKEOVER, committed_changes, drive};
+use crate::cluster::{Cast, Cluster, NO_TAKEOVER, TAKEOVER, committed_changes, drive};
 use crate::outbox_drained;
 
 /// How long a stream on another process may go on after the listener
@@ -239,6 +240,60 @@ async fn a_listener_resuming_on_other_processes_every_300_ms_misses_no_change() 
         seen.streams.load(Ordering::SeqCst),
         seen.changes.lock().unwrap().len()
     );
+    cluster.stop().await;
+}
+
+/// The process a listener is connected to is killed (SIGKILL) in the
+/// middle of a burst made through both processes; the listener resumes on
+/// the other, which also takes over what the killed one had claimed, and
+/// gets every change the database holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_resuming_after_its_process_was_killed_misses_no_change() {
+    let Some(mut cluster) = Cluster::start(Db::Postgres, 2, TAKEOVER).await else {
+        return;
+    };
+    let cast = Arc::new(Cast::make(&cluster, None).await);
+    let seen = Arc::new(Seen::default());
+    let (stop, stopped) = watch::channel(false);
+    // On B first; once B is gone, only A answers.
+    let listening = tokio::spawn(listener(
+        vec![cluster.base(1).to_owned(), cluster.base(0).to_owned()],
+        cast.key.clone(),
+        None,
+        seen.clone(),
+        stopped,
+    ));
+    while seen.streams.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (client, base, cast, created) = (
+            client.clone(),
+            cluster.base(i % 2).to_owned(),
+            cast.clone(),
+            created.clone(),
+        );
+        // Changes through B may fail once it is killed; A's must not.
+        tasks.push(tokio::spawn(async move {
+            let done = drive(&client, &base, &cast, 3, &created).await;
+            (i % 2 == 0).then_some(done)
+        }));
+    }
+    while created.load(Ordering::SeqCst) < 60 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cluster.kill(1).await;
+    for task in tasks {
+        if let Some(done) = task.await.unwrap() {
+            done.expect("every change through A succeeds");
+        }
+    }
+    everything_seen(&cluster, &seen).await;
+    stop.send_replace(true);
+    listening.await.unwrap();
     cluster.stop().await;
 }
 
