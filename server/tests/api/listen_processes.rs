@@ -249,10 +249,14 @@ async fn a_listener_resuming_on_other_processes_every_300_ms_misses_no_change() 
 /// gets every change the database holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listener_resuming_after_its_process_was_killed_misses_no_change() {
+    // A webhook that takes a while, so that B dies with changes in flight,
+    // whose shipments' next changes wait for A to take them over.
+    let receiver =
+        crate::receiver::Receiver::start(StatusCode::OK, Duration::from_millis(100)).await;
     let Some(mut cluster) = Cluster::start(Db::Postgres, 2, TAKEOVER).await else {
         return;
     };
-    let cast = Arc::new(Cast::make(&cluster, None).await);
+    let cast = Arc::new(Cast::make(&cluster, Some(&receiver.url)).await);
     let seen = Arc::new(Seen::default());
     let (stop, stopped) = watch::channel(false);
     // On B first; once B is gone, only A answers.
