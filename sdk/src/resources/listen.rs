@@ -144,11 +144,15 @@ impl<'a> Listener<'a> {
             }
         };
         let signing_key = decode(&ready, request_id.as_deref())?;
+        // The server says where the stream starts (its `ready` event's id):
+        // resuming from there misses nothing, though no delivery came yet.
+        // A server that does not say leaves where the caller resumed.
+        let last_event_id = ready.id.parse::<i64>().ok().or(resume_after);
         Ok(ListenerStream {
             signing_key,
             events,
             request_id,
-            last_event_id: resume_after,
+            last_event_id,
         })
     }
 }
@@ -265,8 +269,9 @@ impl ListenerStream {
         &self.signing_key
     }
 
-    /// The id of the last change received (or the one the stream resumed
-    /// after), for [`Listener::connect`] after the stream ended.
+    /// The id of the last change received (or, before the first, where the
+    /// stream started: the id of its `ready` event), for
+    /// [`Listener::connect`] after the stream ended.
     pub fn last_event_id(&self) -> Option<i64> {
         self.last_event_id
     }

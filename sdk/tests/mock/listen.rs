@@ -83,6 +83,19 @@ async fn resuming_sends_last_event_id() {
     assert_eq!(stream.next().await.unwrap().unwrap().id, 42);
 }
 
+/// The `ready` event's id is where the stream starts: a stream that ends
+/// before its first delivery resumes from there, not from nothing.
+#[tokio::test]
+async fn a_stream_starts_where_its_ready_event_says() {
+    let stream = format!("id: 500\n{}", ready());
+    let server = serving(stream).await;
+    let client = client(&server);
+    let mut stream = client.listener().connect(None).await.unwrap();
+    assert_eq!(stream.last_event_id(), Some(500));
+    assert!(stream.next().await.is_none(), "the stream ended");
+    assert_eq!(stream.last_event_id(), Some(500));
+}
+
 #[tokio::test]
 async fn a_stream_without_ready_or_with_broken_events_is_an_error() {
     let client_of = |server: &MockServer| client(server);

@@ -5,8 +5,21 @@
 //! bytes, the signature, the delivery id), signed with the merchant's
 //! listener signing key: one per merchant, stable across runs so the local
 //! app's configuration does not change, replaced only on request.
+//!
+//! The rule a stream follows, wherever it was opened: its event ids are
+//! listen positions, which grow in the order changes are fed to listeners
+//! (`store::listen`), and a stream sends positions in increasing order
+//! only. Opened with `Last-Event-ID` *p*, it first sends the merchant's
+//! changes with a position above *p* (from the database), then every
+//! change fed later; opened without, it starts at the last position given
+//! when it opened, which its `ready` event carries as its id, so a client
+//! that resumes from there misses nothing either. A change sent again (by
+//! a second stream resuming from an earlier event) carries the same id. A
+//! stream that could have a hole ends instead (`webhooks::listeners`), and
+//! one that was owed more than [`MAX_RESUMED`] changes ends after sending
+//! that many, so that its listener resumes after the last of them.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use chrono::Duration;
 use shipment_sdk::model::{ListenerDelivery, MerchantId, Secret, SigningKey};
@@ -25,9 +38,14 @@ pub(crate) use crate::webhooks::listeners::Credential;
 
 /// How far back a reconnecting listener is caught up (`Last-Event-ID`).
 pub(crate) const RESUME_WINDOW: Duration = Duration::hours(1);
-/// Most changes sent again to a reconnecting listener; older ones are
-/// skipped (a receiver catches up with `GET /shipments?updated_after=`).
+/// Most changes sent again to a reconnecting listener by one stream: a
+/// stream owed more ends after sending these, and its listener resumes
+/// after the last of them.
 pub(crate) const MAX_RESUMED: u32 = 1_000;
+/// How long a new stream waits for its server process to hear every change
+/// fed to listeners (PostgreSQL, after its notification connection was
+/// lost) before it is refused with 503.
+pub(crate) const HEARING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often an open stream asks the database whether its credential still
 /// works: the longest a stream outlives a key deleted, or a session ended,
 /// through another server process, or a session's expiry. (The process
@@ -96,12 +114,16 @@ pub(crate) struct Feed {
     key: Secret,
     subscription: Subscription,
     missed: VecDeque<ListenerRow>,
-    /// Ids sent from the outbox that may still come live; sent once only.
-    resumed: HashSet<EventId>,
+    /// The stream ends once `missed` is sent: it was owed more than
+    /// [`MAX_RESUMED`] changes.
+    end_after_missed: bool,
+    /// The position of the last change sent (or the one the stream started
+    /// after): a change at or below it was sent already or is not owed.
+    sent: EventId,
 }
 
-/// A change as a listener receives it, with the event's id (the outbox
-/// row's, for `Last-Event-ID`).
+/// A change as a listener receives it, with the event's id (its listen
+/// position, for `Last-Event-ID`).
 #[derive(Debug, Clone)]
 pub(crate) struct ListenerEvent {
     /// The SSE event id.
@@ -111,29 +133,38 @@ pub(crate) struct ListenerEvent {
 }
 
 /// Connects a listener of the merchant, authenticated by `credential`: its
-/// signing key (made now if it has none) and its feed. With
-/// `last_event_id`, the feed starts with the changes after that event from
-/// the last [`RESUME_WINDOW`] (at most [`MAX_RESUMED`]) that were already
-/// fed to listeners.
+/// signing key (made now if it has none), the position it starts after
+/// (`last_event_id`, or the last one given now), for the `ready` event's
+/// id, and its feed. With `last_event_id`, the feed starts with the
+/// changes fed after it from the last [`RESUME_WINDOW`].
 pub(crate) async fn connect(
     state: &AppState,
     merchant_id: MerchantId,
     credential: Credential,
     last_event_id: Option<EventId>,
-) -> Result<(SigningKey, Feed)> {
-    // Subscribed first, so a change claimed while the outbox is read
-    // comes either way, and `resumed` sends it once.
+) -> Result<(SigningKey, EventId, Feed)> {
+    // Subscribed first, and hearing every change before the database is
+    // read: a change fed while it is read comes either way, and `sent`
+    // drops the second.
     let subscription = state.listeners.subscribe(merchant_id, credential)?;
+    if !state.listeners.heard_within(HEARING_WAIT).await {
+        return Err(super::Error::Unavailable(
+            "this server cannot follow changes for listeners at the moment; \
+             connect again shortly"
+                .into(),
+        ));
+    }
     let key = listener_key_or_create(state, merchant_id).await?;
-    let missed = match last_event_id {
+    let (start, missed) = match last_event_id {
         Some(after) => {
             let since = crate::store::now() - RESUME_WINDOW;
-            state
+            let missed = state
                 .store
                 .missed_listener_rows(merchant_id, after, since, MAX_RESUMED)
-                .await?
+                .await?;
+            (after, missed)
         }
-        None => Vec::new(),
+        None => (state.store.last_listen_position().await?, Vec::new()),
     };
     let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
     recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -144,10 +175,11 @@ pub(crate) async fn connect(
         recheck,
         key: key.signing_key.clone(),
         subscription,
-        resumed: missed.iter().map(|r| EventId::new(r.id)).collect(),
+        end_after_missed: missed.len() >= MAX_RESUMED as usize,
         missed: missed.into(),
+        sent: start,
     };
-    Ok((key, feed))
+    Ok((key, start, feed))
 }
 
 impl Feed {
@@ -157,7 +189,10 @@ impl Feed {
     /// credential no longer works (the reconnection is refused).
     pub(crate) async fn next(&mut self) -> Option<ListenerEvent> {
         if let Some(row) = self.missed.pop_front() {
-            return Some(self.sign(&row));
+            return Some(self.send(&row));
+        }
+        if self.end_after_missed {
+            return None;
         }
         loop {
             let row = tokio::select! {
@@ -169,8 +204,8 @@ impl Feed {
                     return None;
                 }
             };
-            if !self.resumed.remove(&EventId::new(row.id)) {
-                return Some(self.sign(&row));
+            if row.position > self.sent.get() {
+                return Some(self.send(&row));
             }
         }
     }
@@ -195,13 +230,15 @@ impl Feed {
         })
     }
 
-    fn sign(&self, row: &ListenerRow) -> ListenerEvent {
+    /// `row` as its event, signed; it is the last sent now.
+    fn send(&mut self, row: &ListenerRow) -> ListenerEvent {
         let signature = webhook_verify::sign(self.key.expose(), row.payload.as_bytes());
-        let id = EventId::new(row.id);
+        let id = EventId::new(row.position);
+        self.sent = id;
         ListenerEvent {
             id,
             delivery: ListenerDelivery::new(
-                delivery_id(id),
+                delivery_id(EventId::new(row.id)),
                 row.shipment_code.clone(),
                 row.version,
                 signature,
@@ -212,8 +249,9 @@ impl Feed {
     }
 }
 
-/// A listener's delivery id: like a webhook's (`dlv_<change>_w<webhook>`),
-/// with `l` for the listener.
+/// A listener's delivery id: like a webhook's (`dlv_<change>_w<webhook>`,
+/// the change named by its outbox id, not its listen position), with `l`
+/// for the listener.
 fn delivery_id(outbox_id: EventId) -> String {
     format!("dlv_{outbox_id}_l")
 }

@@ -99,21 +99,30 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<EventId>, ApiError> {
     description = "Every change of the merchant's shipments while the stream is open, as a \
                    webhook delivery carries it, signed with the merchant's listener signing \
                    key (made on the first connection). The first event is `ready`, whose data \
-                   is the signing key; then one `delivery` event per change, whose `id` is the \
-                   change's and whose data is a `ListenerDelivery`, in version order per \
-                   shipment; a comment every 15 s keeps the connection alive. The server \
-                   never connects to the listener: `shipctl listen --forward-to URL` makes \
-                   the local POST. Nothing is kept for a listener that is not connected; one \
-                   that reconnects with `Last-Event-ID` first gets the changes after that \
-                   event from the last hour (at most 1,000). The stream ends when the server \
-                   stops, when the listener signing key is replaced, or when the listener \
-                   falls 4,096 events behind (reconnect); and when the API key or session it \
-                   was opened with stops working (the key deleted, the session signed out or \
-                   expired): at once on the server process that revoked it, within 1 s on \
-                   every other (a reconnection is then 401). At most 16 listeners per merchant and server process \
-                   (429).",
+                   is the signing key and whose `id` is where the stream starts; then one \
+                   `delivery` event per change, whose data is a `ListenerDelivery`, in version \
+                   order per shipment; a comment every 15 s keeps the connection alive. An \
+                   event's `id` is the change's listen position, which grows in the order \
+                   changes reach listeners (on every server process sharing the database), \
+                   so a stream's ids always increase, and a change has the same id on every \
+                   stream. The server never connects to the listener: `shipctl listen \
+                   --forward-to URL` makes the local POST. Nothing is kept for a listener \
+                   that is not connected; one that reconnects with `Last-Event-ID` (the `id` \
+                   of the last event seen, `ready` included) first gets every change after \
+                   it from the last hour, on any server process, and never misses one; at \
+                   most 1,000, after which the stream ends so that the listener resumes after \
+                   the last. The stream ends when the server stops, when the listener signing \
+                   key is replaced (through any server process: within 1 s), when the server \
+                   process may have missed changes (its notification connection to \
+                   PostgreSQL was lost), or when the listener falls 4,096 events behind \
+                   (reconnect); and when the API key or session it was opened with stops \
+                   working (the key deleted, the session signed out or expired): at once on \
+                   the server process that revoked it, within 1 s on every other (a \
+                   reconnection is then 401). At most 16 listeners per merchant and server \
+                   process (429); 503 while the server process cannot follow changes.",
     params(("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0,
-            description = "Resume after this event (the `id` of the last `delivery` event seen)")),
+            description = "Resume after this event (the `id` of the last event seen, \
+                           `ready` included)")),
     security(("api_key" = []), ("bearer" = [])),
     responses(
         (status = 200, description = "The event stream: `ready` (data: SigningKey), then \
@@ -128,8 +137,12 @@ async fn listen(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = last_event_id(&headers)?;
-    let (key, feed) = listen::connect(&state, caller.merchant_id, caller.credential, after).await?;
+    let (key, start, feed) =
+        listen::connect(&state, caller.merchant_id, caller.credential, after).await?;
+    // Its id is where the stream starts: a client that resumes from it
+    // (having seen no delivery yet) misses nothing.
     let ready = Event::default()
+        .id(start.to_string())
         .event("ready")
         .json_data(&key)
         .map_err(|e| ApiError::internal(&e))?;
@@ -183,9 +196,10 @@ async fn get_listener_signing_key(
     path = "/webhooks/listener-signing-key",
     tag = "listen",
     summary = "Make or replace the listener signing key",
-    description = "A new listener signing key; the previous one stops signing at once, and \
-                   the listeners connected to this server are disconnected (they reconnect \
-                   with the new key).",
+    description = "A new listener signing key; the previous one stops signing at once: the \
+                   listeners connected to this server process are disconnected at once, and \
+                   those on every other process sharing the database within 1 s (they \
+                   reconnect with the new key).",
     security(("api_key" = []), ("bearer" = [])),
     responses(
         (status = 201, description = "The new key", body = SigningKey),

@@ -1,10 +1,26 @@
 //! Listeners (`GET /webhooks/listen`): the merchant's listener signing key,
-//! and the changes a reconnecting listener missed.
+//! the listen positions of the changes fed to listeners, and the changes a
+//! reconnecting listener missed.
+//!
+//! A listener stream's event id is the change's *listen position*, not its
+//! outbox id. Changes reach listeners when a dispatcher's claim of them
+//! commits, which is not the order of their outbox ids: a shipment's next
+//! change waits until its previous one was delivered while later changes
+//! of other shipments go ahead, and claims of several processes commit in
+//! any order. So after its claim, each change gets a position in a
+//! transaction that holds the one row of `listen_positions` until it
+//! commits (`Store::feed_listeners`): positions grow in commit order, on
+//! PostgreSQL the announcement ([`CLAIMED_CHANNEL`]) is sent in that same
+//! transaction, and notifications arrive in commit order. Every change fed
+//! after the one a listener saw last therefore has a higher position, and
+//! resuming with `position > Last-Event-ID` cannot skip one. A change's
+//! position is given once and never changes, so a change sent twice (live
+//! and by a resume) carries the same event id.
 
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{ApiKeyId, MerchantId};
 
-use super::{Store, StoreError, Tx, now};
+use super::{Backend, Store, StoreError, Tx, now};
 use crate::domain::ids::{CourierKeyId, EventId, SessionId};
 
 /// A sealed signing key and when it was made.
@@ -19,8 +35,11 @@ pub(crate) struct SealedKey {
 /// One change as a listener receives it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ListenerRow {
-    /// The outbox row: the event's id, in the order of the changes.
+    /// The outbox row: the change's id, which names its delivery.
     pub id: i64,
+    /// The change's listen position: the stream's event id, growing in the
+    /// order changes are fed to listeners (this module's documentation).
+    pub position: i64,
     /// Whose shipment changed.
     pub merchant_id: i64,
     /// The shipment's code.
@@ -41,27 +60,43 @@ const SET_LISTENER_KEY: &str = "INSERT INTO listener_signing_keys \
                                 VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
                                 signing_key_encrypted = excluded.signing_key_encrypted, \
                                 created_at = excluded.created_at";
+/// [`SET_LISTENER_KEY`] on PostgreSQL, announcing the replacement on
+/// [`KEY_ROTATED_CHANNEL`] as it commits.
+const SET_LISTENER_KEY_AND_ANNOUNCE: &str = "WITH k AS (INSERT INTO listener_signing_keys \
+    (merchant_id, signing_key_encrypted, created_at) \
+    VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO UPDATE SET \
+    signing_key_encrypted = excluded.signing_key_encrypted, \
+    created_at = excluded.created_at RETURNING merchant_id) \
+    SELECT k.merchant_id FROM k, \
+    LATERAL pg_notify('shipment_listener_key_rotated', k.merchant_id::text) n";
 const ADD_LISTENER_KEY: &str = "INSERT INTO listener_signing_keys \
                                 (merchant_id, signing_key_encrypted, created_at) \
                                 VALUES ($1, $2, $3) ON CONFLICT (merchant_id) DO NOTHING";
-/// Rows a dispatcher has claimed (so they were, or are being, fed to live
-/// listeners), after an id. Redeliveries (`only_webhook_id`) are for one
-/// webhook, not for listeners.
-const MISSED: &str = "SELECT id, merchant_id, shipment_code, version, payload, trace_parent \
+/// Rows fed to listeners (they have a position) after a position.
+/// Redeliveries (`only_webhook_id`) are for one webhook and never get one.
+const MISSED: &str = "SELECT id, listen_position AS position, merchant_id, shipment_code, \
+                      version, payload, trace_parent \
                       FROM outbox \
-                      WHERE merchant_id = $1 AND id > $2 AND created_at >= $3 \
-                      AND claimed_by IS NOT NULL AND only_webhook_id IS NULL \
-                      ORDER BY id LIMIT $4";
+                      WHERE merchant_id = $1 AND listen_position > $2 AND created_at >= $3 \
+                      ORDER BY listen_position LIMIT $4";
+/// The last position given: a new listener's starting point.
+const LAST_POSITION: &str = "SELECT last_position FROM listen_positions";
 
 /// The PostgreSQL channel on which a dispatcher announces the outbox rows
 /// it claimed, so every server process feeds its own listeners.
 pub(crate) const CLAIMED_CHANNEL: &str = "shipment_outbox_claimed";
 const ANNOUNCE: &str = "SELECT pg_notify('shipment_outbox_claimed', $1)";
 /// PostgreSQL only: the ids come as the announcement's comma-separated text.
-const ROWS_BY_ID: &str = "SELECT id, merchant_id, shipment_code, version, payload, trace_parent \
+const ROWS_BY_ID: &str = "SELECT id, listen_position AS position, merchant_id, shipment_code, \
+                          version, payload, trace_parent \
                           FROM outbox \
                           WHERE id = ANY(string_to_array($1, ',')::bigint[]) \
-                          AND only_webhook_id IS NULL ORDER BY id";
+                          AND listen_position IS NOT NULL ORDER BY listen_position";
+
+/// The PostgreSQL channel on which the replacement of a merchant's listener
+/// signing key is announced (the payload is the merchant's id), so every
+/// server process ends the streams that sign with the old key.
+pub(crate) const KEY_ROTATED_CHANNEL: &str = "shipment_listener_key_rotated";
 
 /// The PostgreSQL channel on which the deletion of a credential (an API
 /// key, a dashboard session) is announced, in the deleting transaction, so
@@ -117,12 +152,12 @@ impl Revoked {
     }
 }
 
-/// PostgreSQL: tells every server process (this one included) that these
-/// outbox rows were claimed, on [`CLAIMED_CHANNEL`], when `tx` (the
-/// claim's) commits. A batch's ids fit easily in a notification (8000
-/// bytes: a claim is at most a few hundred rows of at most 20 digits).
-pub(super) async fn announce_claimed(tx: &mut Tx, ids: &[i64]) -> Result<(), StoreError> {
-    let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+/// PostgreSQL: tells every server process (this one included) that the
+/// outbox rows `ids` (comma-separated) were given their listen positions,
+/// on [`CLAIMED_CHANNEL`], when `tx` (the one that gave them) commits. A
+/// batch's ids fit easily in a notification (8000 bytes: a claim is at
+/// most a few hundred rows of at most 20 digits).
+pub(super) async fn announce_fed(tx: &mut Tx, ids: &str) -> Result<(), StoreError> {
     tx.query(ANNOUNCE).bind(ids).execute().await?;
     Ok(())
 }
@@ -149,13 +184,25 @@ impl Store {
     }
 
     /// Creates or replaces the merchant's listener signing key; returns when.
+    /// On PostgreSQL the replacement is announced on
+    /// [`KEY_ROTATED_CHANNEL`] as it commits, so every server process ends
+    /// the streams that sign with the old key.
     pub(crate) async fn set_listener_signing_key(
         &self,
         merchant_id: MerchantId,
         sealed: &str,
     ) -> Result<DateTime<Utc>, StoreError> {
-        self.replace_signing_key(SET_LISTENER_KEY, merchant_id, sealed)
-            .await
+        let sql = match self.backend() {
+            Backend::Postgres => SET_LISTENER_KEY_AND_ANNOUNCE,
+            Backend::Sqlite => SET_LISTENER_KEY,
+        };
+        self.replace_signing_key(sql, merchant_id, sealed).await
+    }
+
+    /// The last listen position given: a listener that connects now is fed
+    /// every change with a higher one.
+    pub(crate) async fn last_listen_position(&self) -> Result<EventId, StoreError> {
+        Ok(EventId::new(self.query(LAST_POSITION).scalar().await?))
     }
 
     /// The merchant's listener signing key, stored first as `sealed` if it
@@ -177,9 +224,9 @@ impl Store {
             .ok_or_else(|| StoreError::Corrupt("the listener signing key vanished".into()))
     }
 
-    /// Changes of the merchant after outbox row `after`, written since
-    /// `since`, that a dispatcher has already claimed, oldest first, at
-    /// most `limit`: what a reconnecting listener missed (`Last-Event-ID`).
+    /// Changes of the merchant fed to listeners after position `after`,
+    /// written since `since`, in position order, at most `limit`: what a
+    /// reconnecting listener missed (`Last-Event-ID`).
     pub(crate) async fn missed_listener_rows(
         &self,
         merchant_id: MerchantId,

@@ -4,9 +4,18 @@
 //!
 //! A change reaches listeners when a dispatcher claims its outbox row: after
 //! the change's commit, and in version order per shipment, since only the
-//! oldest undelivered row of a shipment is claimable. Nothing is kept for a
-//! listener that is not connected; one that reconnects with `Last-Event-ID`
-//! gets what it missed from the outbox (`app::listen`).
+//! oldest undelivered row of a shipment is claimable. Each comes with its
+//! listen position, the stream's event id, and they come in position order
+//! (`store::listen` says how). Nothing is kept for a listener that is not
+//! connected; one that reconnects with `Last-Event-ID` gets what it missed
+//! from the outbox (`app::listen`).
+//!
+//! A stream is never left open with a hole in it: on PostgreSQL, when this
+//! process may have missed an announcement (its notification connection
+//! was lost, or the rows announced could not be read), every stream of the
+//! process ends, and a listener resumes from the database with
+//! `Last-Event-ID`; and no stream starts while the process is not
+//! listening for announcements.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,7 +24,9 @@ use shipment_sdk::model::MerchantId;
 use tokio::sync::{broadcast, watch};
 
 use crate::store::Store;
-use crate::store::listen::{CLAIMED_CHANNEL, ListenerRow, REVOKED_CHANNEL, Revoked};
+use crate::store::listen::{
+    CLAIMED_CHANNEL, KEY_ROTATED_CHANNEL, ListenerRow, REVOKED_CHANNEL, Revoked,
+};
 
 /// Listeners one merchant may have connected to one server process at once;
 /// one more is answered 429.
@@ -36,6 +47,9 @@ pub(crate) enum News {
     KeyRotated(MerchantId),
     /// A credential stopped working: the streams it opened end.
     Revoked(Credential),
+    /// Changes may have been announced that this process did not hear:
+    /// every stream ends, and its listener resumes from the database.
+    Missed,
 }
 
 /// What a listener's stream was opened with. A stream lasts only as long
@@ -69,6 +83,10 @@ struct Hub {
     /// Turns true when the server stops: every stream ends, so a graceful
     /// shutdown does not wait for them.
     closed: watch::Sender<bool>,
+    /// Whether this process hears every change fed to listeners: always on
+    /// SQLite (its own dispatcher feeds them); on PostgreSQL only while the
+    /// [`relay`] is listening for announcements.
+    hearing: watch::Sender<bool>,
 }
 
 /// The merchant has [`MAX_LISTENERS_PER_MERCHANT`] listeners connected.
@@ -93,6 +111,7 @@ impl Listeners {
                 news: broadcast::channel(BUFFER).0,
                 connected: Mutex::default(),
                 closed: watch::channel(false).0,
+                hearing: watch::channel(true).0,
             }),
         }
     }
@@ -124,6 +143,30 @@ impl Listeners {
         if self.inner.news.receiver_count() > 0 {
             let _ = self.inner.news.send(News::Revoked(revoked.credential()));
         }
+    }
+
+    /// Ends every listener's stream: this process may have missed changes
+    /// (`News::Missed`). From now until [`Listeners::hearing`], no stream
+    /// starts.
+    fn missed(&self) {
+        self.inner.hearing.send_replace(false);
+        let _ = self.inner.news.send(News::Missed);
+    }
+
+    /// This process hears every change fed to listeners again: streams may
+    /// start.
+    fn hearing(&self) {
+        self.inner.hearing.send_replace(true);
+    }
+
+    /// Waits (at most `within`) until this process hears every change fed
+    /// to listeners; whether it does. A stream starts only then: one
+    /// started while changes go unheard would have a hole.
+    pub(crate) async fn heard_within(&self, within: std::time::Duration) -> bool {
+        let mut hearing = self.inner.hearing.subscribe();
+        tokio::time::timeout(within, hearing.wait_for(|h| *h))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Ends every listener's stream (the server is stopping).
@@ -177,11 +220,18 @@ impl Listeners {
 /// the dispatcher feeds listeners directly and the process that deletes a
 /// credential forgets it (one process owns the file).
 ///
-/// Holds one connection of the pool. A lost connection is made again after
-/// a second; changes announced meanwhile do not reach live listeners (a
-/// reconnecting listener's `Last-Event-ID` catch-up still finds them), and
-/// since revocations may have gone unheard too, `keys` forgets every
-/// credential each time the relay starts listening.
+/// Also ends, in this process, the streams of a merchant whose listener
+/// signing key any process replaced (announced on [`KEY_ROTATED_CHANNEL`]),
+/// so no stream goes on signing with the old key.
+///
+/// Holds one connection of the pool. When that connection is lost, or the
+/// rows of an announcement cannot be read, this process's listeners may
+/// have missed changes: every stream ends at once (its listener resumes
+/// with `Last-Event-ID`, from the database), and no stream starts until
+/// the relay listens again (after a second, when connecting fails). Since
+/// revocations and key replacements may have gone unheard too, `keys`
+/// forgets every credential each time the relay starts listening (and
+/// those streams have ended).
 pub(crate) async fn relay(
     store: Store,
     listeners: Listeners,
@@ -191,10 +241,14 @@ pub(crate) async fn relay(
     let crate::store::Pool::Postgres(pool) = store.pool() else {
         return;
     };
+    // Any stream opened before the relay first listens may have missed an
+    // announcement.
+    listeners.missed();
     while !*stop.borrow() {
         let connected = async {
             let mut pg = sqlx::postgres::PgListener::connect_with(pool).await?;
-            pg.listen_all([CLAIMED_CHANNEL, REVOKED_CHANNEL]).await?;
+            pg.listen_all([CLAIMED_CHANNEL, REVOKED_CHANNEL, KEY_ROTATED_CHANNEL])
+                .await?;
             Ok::<_, sqlx::Error>(pg)
         };
         let mut pg = match connected.await {
@@ -209,6 +263,7 @@ pub(crate) async fn relay(
         };
         // Anything remembered before now may have been revoked unheard.
         keys.forget_all();
+        listeners.hearing();
         loop {
             // `try_recv`, not `recv`, which would connect again by itself
             // without saying that notifications may have been missed.
@@ -217,7 +272,11 @@ pub(crate) async fn relay(
                 _ = stop.changed() => return,
             };
             let Some(notification) = notification else {
-                tracing::warn!("listeners: the notification connection was lost");
+                tracing::warn!(
+                    "listeners: the notification connection was lost; ending this process's \
+                     listener streams (they resume with Last-Event-ID)"
+                );
+                listeners.missed();
                 break;
             };
             match notification {
@@ -231,14 +290,36 @@ pub(crate) async fn relay(
                         "listeners: a revocation not understood"
                     ),
                 },
+                Ok(n) if n.channel() == KEY_ROTATED_CHANNEL => match n.payload().parse() {
+                    Ok(merchant_id) => listeners.key_rotated(MerchantId::new(merchant_id)),
+                    Err(_) => tracing::warn!(
+                        payload = n.payload(),
+                        "listeners: a key replacement not understood"
+                    ),
+                },
                 // Rows are read only while someone listens here.
                 Ok(_) if listeners.inner.news.receiver_count() == 0 => {}
                 Ok(n) => match store.announced_rows(n.payload()).await {
                     Ok(rows) => listeners.publish(rows),
-                    Err(e) => tracing::warn!(error = %e, "listeners: cannot read claimed changes"),
+                    Err(e) => {
+                        tracing::warn!(
+                            error = %e,
+                            "listeners: cannot read the changes announced; ending this \
+                             process's listener streams (they resume with Last-Event-ID)"
+                        );
+                        // They are not lost: the streams resume them. The
+                        // next announcement is heard as usual.
+                        listeners.missed();
+                        listeners.hearing();
+                    }
                 },
                 Err(e) => {
-                    tracing::warn!(error = %e, "listeners: the notification connection failed");
+                    tracing::warn!(
+                        error = %e,
+                        "listeners: the notification connection failed; ending this \
+                         process's listener streams (they resume with Last-Event-ID)"
+                    );
+                    listeners.missed();
                     break;
                 }
             }
@@ -259,8 +340,8 @@ pub(crate) struct Subscription {
 impl Subscription {
     /// The next change of this listener's merchant; `None` when the stream
     /// must end: the server is stopping, the listener signing key was
-    /// replaced, the stream's credential was revoked, or the listener fell
-    /// [`BUFFER`] events behind.
+    /// replaced, the stream's credential was revoked, the process may have
+    /// missed changes, or the listener fell [`BUFFER`] events behind.
     pub(crate) async fn next(&mut self) -> Option<Arc<ListenerRow>> {
         loop {
             if *self.closed.borrow() {
@@ -276,6 +357,7 @@ impl Subscription {
                 }
                 Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => return None,
                 Ok(News::Revoked(credential)) if credential == self.credential => return None,
+                Ok(News::Missed) => return None,
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::info!(
@@ -316,6 +398,7 @@ mod tests {
     fn row(id: i64, merchant: MerchantId) -> ListenerRow {
         ListenerRow {
             id,
+            position: id,
             merchant_id: merchant.get(),
             shipment_code: format!("SHP-{id}"),
             version: 1,
@@ -399,6 +482,31 @@ mod tests {
 
         hub.close();
         assert!(untouched.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn changes_gone_unheard_end_every_stream_and_hold_new_ones_back() {
+        let hub = Listeners::new();
+        assert!(hub.heard_within(std::time::Duration::ZERO).await);
+        let mut a = hub
+            .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
+            .unwrap();
+        let mut b = hub
+            .subscribe(MerchantId::new(2), Credential::ApiKey(ApiKeyId::new(2)))
+            .unwrap();
+        hub.missed();
+        assert!(a.next().await.is_none());
+        assert!(b.next().await.is_none());
+        assert!(
+            !hub.heard_within(std::time::Duration::from_millis(20)).await,
+            "no stream starts while changes go unheard"
+        );
+        let waiting = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.heard_within(std::time::Duration::from_secs(10)).await }
+        });
+        hub.hearing();
+        assert!(waiting.await.unwrap());
     }
 
     #[tokio::test]

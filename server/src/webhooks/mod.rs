@@ -303,13 +303,15 @@ impl Dispatcher {
             .claim_outbox(&inner.worker, self.lease(), limit)
             .await?;
         // Committed and claimed: listeners get it now, in the same order
-        // per shipment as webhooks do. On PostgreSQL every server process
-        // has listeners of its own: the claim announced itself to all of
-        // them when it committed (`listeners::relay`), this one included.
+        // per shipment as webhooks do, each change with its listen position
+        // (what a resuming listener's `Last-Event-ID` names), before any
+        // delivery of it, so no change is delivered that listeners never
+        // get. On PostgreSQL every server process has listeners of its own:
+        // the positions were announced to all of them when they committed
+        // (`listeners::relay`), this one included.
+        let fed = inner.store.feed_listeners(&rows).await?;
         if inner.store.backend() == crate::store::Backend::Sqlite {
-            inner
-                .listeners
-                .publish(rows.iter().filter_map(OutboxRow::for_listeners));
+            inner.listeners.publish(fed);
         }
         let targets = inner.store.outbox_targets(&rows).await?;
         Ok(rows.into_iter().zip(targets).collect())

@@ -16,6 +16,7 @@ db_tests!(
     a_reconnecting_listener_gets_what_it_missed,
     listening_needs_a_credential_and_has_limits,
     a_redelivery_goes_to_its_webhook_only,
+    resuming_never_skips_a_change_claimed_after_a_later_one,
 );
 
 /// The next change on `stream`, within 10 s.
@@ -34,7 +35,17 @@ fn checked(event: &ListenerEvent, key: &str) -> (i64, String) {
         webhook_verify::verify(key, d.body.as_bytes(), &d.signature),
         Ok(())
     );
-    assert_eq!(d.delivery_id, format!("dlv_{}_l", event.id));
+    // The delivery id names the change (its outbox row), as a webhook
+    // delivery's does; the event id is its listen position.
+    let change = d
+        .delivery_id
+        .strip_prefix("dlv_")
+        .and_then(|rest| rest.strip_suffix("_l"));
+    assert!(
+        change.is_some_and(|id| id.parse::<u64>().is_ok()),
+        "{}",
+        d.delivery_id
+    );
     let body: Value = serde_json::from_str(&d.body).unwrap();
     assert_eq!(body["code"], d.shipment_code.as_str());
     assert_eq!(body["version"], d.version);
@@ -348,4 +359,56 @@ async fn listeners_on_another_process_get_every_change() {
     drop(stream);
     b.stop().await;
     a.stop().await;
+}
+
+/// A change can reach listeners after a change with a higher outbox id: a
+/// shipment's next change waits until its previous one was delivered, while
+/// other shipments' changes go on. A listener that saw the later one and
+/// resumed after it must still get the earlier one.
+async fn resuming_never_skips_a_change_claimed_after_a_later_one(app: &TestApp) {
+    // X's first delivery takes a second, so its second change waits for it.
+    let slow =
+        shipment_testkit::WebhookReceiver::start(StatusCode::OK, Duration::from_secs(1)).await;
+    let f = app.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = app.login(&email, &password).await;
+    let (status, _) =
+        send(app.bearer(Method::POST, "/webhooks/shipment-signing-key", &token)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let sdk = app.sdk(&f.key);
+    let mut stream = sdk.listener().connect(None).await.unwrap();
+    let key = stream.signing_key().signing_key.expose().to_owned();
+    let x = app
+        .create(
+            &f,
+            serde_json::json!({"courier_company_id": f.courier_id, "webhook_url": slow.url}),
+        )
+        .await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(next(&mut stream).await.delivery.shipment_code, x);
+    // Written before Y's first change, claimed only after X's first was
+    // delivered, so after Y's.
+    app.advance(&f, &x, "assigned_to_driver").await;
+    let y = app.create_default(&f).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let seen = next(&mut stream).await;
+    assert_eq!(
+        (seen.delivery.shipment_code.as_str(), seen.delivery.version),
+        (y.as_str(), 1),
+        "Y's change comes first, while X's second waits"
+    );
+    drop(stream);
+    wait_until_claimed(app).await;
+
+    let mut resumed = sdk.listener().connect(Some(seen.id)).await.unwrap();
+    let event = next(&mut resumed).await;
+    assert_eq!(
+        event.delivery.shipment_code, x,
+        "X's second change is not skipped"
+    );
+    assert_eq!(checked(&event, &key).0, 2);
 }

@@ -317,3 +317,63 @@ shipment_testkit::db_tests!(
     a_listener_stream_ends_when_its_session_signs_out,
     a_listener_stream_ends_when_its_session_expires,
 );
+
+/// Real server processes on one PostgreSQL database (the `Cluster`
+/// helper): an API key deleted through process A is refused by process B,
+/// which had verified (and remembered) it a moment before, within a
+/// second, 20 keys in a row. Prints the times taken (the figure in
+/// `BENCHMARKS.md`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_deleted_through_one_server_process_is_refused_by_another() {
+    use crate::cluster::{Cast, Cluster, NO_TAKEOVER};
+    let Some(cluster) = Cluster::start(Db::Postgres, 2, NO_TAKEOVER).await else {
+        return;
+    };
+    let cast = Cast::make(&cluster, None).await;
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let token = cast.login(&client, cluster.base(0)).await;
+    let as_session = |method: Method, path: &str| {
+        client
+            .request(method, format!("{}{path}", cluster.base(0)))
+            .bearer_auth(&token)
+    };
+    let mut times = Vec::new();
+    for i in 0..20 {
+        let (status, made) = send(
+            as_session(Method::POST, "/api-keys")
+                .json(&serde_json::json!({"name": format!("k{i}")})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+        let key = made["key"].as_str().unwrap().to_owned();
+        let id = made["id"].as_i64().unwrap();
+        let on_b = || {
+            client
+                .get(format!("{}/shipments", cluster.base(1)))
+                .header("X-API-KEY", &key)
+        };
+        assert_eq!(send(on_b()).await.0, StatusCode::OK, "B remembers the key");
+        let (status, _) = send(as_session(Method::DELETE, &format!("/api-keys/{id}"))).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        let deleted = Instant::now();
+        loop {
+            let (status, _) = send(on_b()).await;
+            if status == StatusCode::UNAUTHORIZED {
+                times.push(deleted.elapsed());
+                break;
+            }
+            assert_eq!(status, StatusCode::OK);
+            assert!(
+                deleted.elapsed() < HERE,
+                "B still takes the key {:?} after its deletion through A",
+                deleted.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    let (median, max) = crate::listen_processes::median_and_max(&mut times);
+    eprintln!(
+        "API key deleted through A: refused by B after {median:.1} ms (median of 20), {max:.1} ms at most"
+    );
+    cluster.stop().await;
+}

@@ -44,6 +44,11 @@ pub struct OutboxRow {
     /// exported its spans then.
     #[sqlx(default)]
     pub trace_parent: Option<String>,
+    /// The change's listen position, once it was fed to listeners
+    /// ([`Store::feed_listeners`]): set for a row claimed again after its
+    /// process died, which listeners have had already.
+    #[sqlx(default)]
+    pub listen_position: Option<i64>,
 }
 
 impl OutboxRow {
@@ -56,21 +61,10 @@ impl OutboxRow {
         })
     }
 
-    /// The change as listeners receive it; `None` for a redelivery, which
-    /// is for one webhook only. (Here rather than in `listen`, so that
-    /// `listen` need not know the outbox: the arrow runs one way.)
-    pub(crate) fn for_listeners(&self) -> Option<ListenerRow> {
-        if self.only_webhook_id.is_some() {
-            return None;
-        }
-        Some(ListenerRow {
-            id: self.id,
-            merchant_id: self.merchant_id,
-            shipment_code: self.shipment_code.clone(),
-            version: self.version,
-            payload: self.payload.clone(),
-            trace_parent: self.trace_parent.clone(),
-        })
+    /// Whether listeners are still owed this change: a change's own row
+    /// (a redelivery is for one webhook) not yet given a listen position.
+    fn unfed(&self) -> bool {
+        self.only_webhook_id.is_none() && self.listen_position.is_none()
     }
 }
 
@@ -110,7 +104,7 @@ macro_rules! claim_sql {
             "ORDER BY o.id LIMIT $4",
             $lock,
             ") RETURNING id, shipment_id, merchant_id, shipment_code, version, payload, ",
-            "only_webhook_id, redelivery_of, trace_parent, ",
+            "only_webhook_id, redelivery_of, trace_parent, listen_position, ",
             "CASE WHEN outbox.signing_key_merchant_id IS NULL ",
             "THEN (SELECT s.webhook_url FROM shipments s WHERE s.id = outbox.shipment_id) ",
             "ELSE outbox.webhook_url END AS webhook_url, ",
@@ -120,6 +114,21 @@ macro_rules! claim_sql {
         )
     };
 }
+
+/// Takes `$1` positions: the last one given before them is the result
+/// less `$1`. Holds the one row until the transaction commits, so the
+/// positions of two transactions grow in the order they commit.
+const TAKE_POSITIONS: &str = "UPDATE listen_positions SET last_position = last_position + $1 \
+                              RETURNING last_position";
+/// Gives the rows `$2` (comma-separated ids, ascending) the positions after
+/// `$1`, in that order.
+const GIVE_POSITIONS_POSTGRES: &str = "UPDATE outbox o SET listen_position = $1 + t.n \
+    FROM unnest(string_to_array($2, ',')::bigint[]) WITH ORDINALITY AS t(id, n) \
+    WHERE o.id = t.id";
+/// [`GIVE_POSITIONS_POSTGRES`] for SQLite (`json_each` counts from 0).
+const GIVE_POSITIONS_SQLITE: &str = "UPDATE outbox SET listen_position = $1 + 1 + \
+    (SELECT j.key FROM json_each('[' || $2 || ']') j WHERE j.value = outbox.id) \
+    WHERE id IN (SELECT j.value FROM json_each('[' || $2 || ']') j)";
 
 /// SQLite has no row locks: its claim runs in an immediate transaction.
 const CLAIM_SQLITE: &str = claim_sql!("");
@@ -166,6 +175,68 @@ impl Store {
             .await?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
+    }
+
+    /// Feeds the claimed `rows` that listeners have not had to them: gives
+    /// each its listen position (the stream's event id) and, on
+    /// PostgreSQL, announces them to every process, in one transaction of
+    /// its own that commits before this returns; returns them as listeners
+    /// receive them, in position order (for this process's listeners on
+    /// SQLite, where nothing is announced).
+    ///
+    /// Its own transaction, not the claim's: it holds the one row of
+    /// `listen_positions` until it commits, so that positions grow in
+    /// commit order (`store::listen` says why), and a claim rides in a
+    /// group commit with other writes that may wait on row locks of their
+    /// own, which could deadlock with the next claim's wait for that row.
+    /// This transaction waits on nothing else, and is held for two short
+    /// statements.
+    ///
+    /// Until this has committed, the dispatcher does not deliver `rows`:
+    /// if it fails, the claim is released, and the next claim feeds them.
+    pub(crate) async fn feed_listeners(
+        &self,
+        rows: &[OutboxRow],
+    ) -> Result<Vec<ListenerRow>, StoreError> {
+        let mut fed: Vec<&OutboxRow> = rows.iter().filter(|r| r.unfed()).collect();
+        if fed.is_empty() {
+            return Ok(Vec::new());
+        }
+        fed.sort_by_key(|r| r.id);
+        let n = i64::try_from(fed.len()).expect("a claim is a few hundred rows");
+        let ids = fed
+            .iter()
+            .map(|r| r.id.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut tx = self.begin().await?;
+        let last: i64 = tx.query(TAKE_POSITIONS).bind(n).scalar().await?;
+        let first = last - n + 1;
+        let give = match tx.backend() {
+            Backend::Sqlite => GIVE_POSITIONS_SQLITE,
+            Backend::Postgres => GIVE_POSITIONS_POSTGRES,
+        };
+        tx.query(give)
+            .bind(first - 1)
+            .bind(ids.as_str())
+            .execute()
+            .await?;
+        if tx.backend() == Backend::Postgres {
+            crate::store::listen::announce_fed(&mut tx, &ids).await?;
+        }
+        tx.commit().await?;
+        Ok((first..)
+            .zip(fed)
+            .map(|(position, row)| ListenerRow {
+                id: row.id,
+                position,
+                merchant_id: row.merchant_id,
+                shipment_code: row.shipment_code.clone(),
+                version: row.version,
+                payload: row.payload.clone(),
+                trace_parent: row.trace_parent.clone(),
+            })
+            .collect())
     }
 
     /// Every place each claimed row goes, in the order of `rows`: its
@@ -379,10 +450,6 @@ async fn claim(
         .bind(i64::from(limit))
         .fetch_all()
         .await?;
-    if tx.backend() == Backend::Postgres && !rows.is_empty() {
-        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-        crate::store::listen::announce_claimed(tx, &ids).await?;
-    }
     Ok(rows)
 }
 

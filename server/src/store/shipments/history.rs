@@ -7,7 +7,7 @@ use super::ShipmentRecord;
 use crate::store::{Store, StoreError};
 
 /// The bodies of a shipment's changes, by version. Redeliveries copy a
-/// change's row and are left out; the partial index of migration 0015
+/// change's row and are left out; the partial index of migration 0014
 /// (`outbox_changes_by_shipment`) serves it, so a page that shows a
 /// shipment's history reads that shipment's rows alone.
 const CHANGES: &str = "SELECT payload FROM outbox \
