@@ -20,7 +20,7 @@ use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
 pub(crate) use crate::store::shipments::CreateOutcome;
-use crate::store::shipments::{Change, KeyReused};
+use crate::store::shipments::{Change, KeyReused, ShipmentRecord};
 
 /// Reads an `Idempotency-Key` header value.
 pub(crate) fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
@@ -107,15 +107,7 @@ pub(crate) async fn get_shipment(
     merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<Shipment> {
-    let record = state
-        .store
-        .shipment(code.as_str())
-        .await?
-        .ok_or_else(|| not_found(code))?;
-    if record.merchant_id != merchant_id.get() {
-        return Err(Refusal::Forbidden.into());
-    }
-    Ok(record.into_model()?)
+    Ok(owned_record(state, merchant_id, code).await?.into_model()?)
 }
 
 /// The merchant's shipment with this code, as [`get_shipment`], and every
@@ -126,6 +118,18 @@ pub(crate) async fn get_shipment_history(
     merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<(Shipment, Vec<Shipment>)> {
+    let record = owned_record(state, merchant_id, code).await?;
+    let changes = state.store.shipment_changes(&record).await?;
+    Ok((record.into_model()?, changes))
+}
+
+/// The stored row of the merchant's shipment with this code: not found
+/// when no shipment has it, refused when another merchant's does.
+async fn owned_record(
+    state: &AppState,
+    merchant_id: MerchantId,
+    code: &ShipmentCode,
+) -> Result<ShipmentRecord> {
     let record = state
         .store
         .shipment(code.as_str())
@@ -134,8 +138,7 @@ pub(crate) async fn get_shipment_history(
     if record.merchant_id != merchant_id.get() {
         return Err(Refusal::Forbidden.into());
     }
-    let changes = state.store.shipment_changes(&record).await?;
-    Ok((record.into_model()?, changes))
+    Ok(record)
 }
 
 fn not_found(code: &ShipmentCode) -> Error {

@@ -8,6 +8,7 @@
 //! database (so no process is asked before the test means to).
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -242,6 +243,33 @@ fn rand_suffix() -> String {
         .chars()
         .take(12)
         .collect()
+}
+
+/// `shipments` shipments driven through their four changes, spread over
+/// the cluster's processes, at most 16 requests at once.
+pub(crate) async fn burst(cluster: &Cluster, cast: &Arc<Cast>, shipments: usize) {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(16));
+    let mut tasks = Vec::new();
+    for i in 0..shipments {
+        let (client, base, cast, created, gate) = (
+            client.clone(),
+            cluster.base(i % cluster.len()).to_owned(),
+            cast.clone(),
+            created.clone(),
+            gate.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let _slot = gate.acquire().await.unwrap();
+            drive(&client, &base, &cast, 3, &created)
+                .await
+                .expect("every change succeeds");
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
 }
 
 /// Creates a shipment through `base` and moves it through `steps` courier

@@ -20,7 +20,7 @@ use serde_json::Value;
 use shipment_testkit::Db;
 use tokio::sync::watch;
 
-use crate::cluster::{Cast, Cluster, NO_TAKEOVER, TAKEOVER, committed_changes, drive};
+use crate::cluster::{Cast, Cluster, NO_TAKEOVER, TAKEOVER, burst, committed_changes, drive};
 use crate::outbox_drained;
 
 /// How long a stream on another process may go on after the listener
@@ -127,33 +127,6 @@ async fn everything_seen(cluster: &Cluster, seen: &Seen) {
             &missing[..missing.len().min(10)]
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// `shipments` shipments driven through their four changes, spread over
-/// the cluster's processes, at most 16 requests at once.
-async fn burst(cluster: &Cluster, cast: &Arc<Cast>, shipments: usize) {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(tokio::sync::Semaphore::new(16));
-    let mut tasks = Vec::new();
-    for i in 0..shipments {
-        let (client, base, cast, created, gate) = (
-            client.clone(),
-            cluster.base(i % cluster.len()).to_owned(),
-            cast.clone(),
-            created.clone(),
-            gate.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let _slot = gate.acquire().await.unwrap();
-            drive(&client, &base, &cast, 3, &created)
-                .await
-                .expect("every change succeeds");
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
     }
 }
 

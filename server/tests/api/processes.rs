@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::cluster::{Cast, Cluster, NO_TAKEOVER, TAKEOVER, committed_changes, drive};
+use crate::cluster::{Cast, Cluster, NO_TAKEOVER, TAKEOVER, burst, committed_changes, drive};
 use crate::outbox_drained;
 use crate::receiver::Receiver;
 use shipment_testkit::Db;
@@ -81,28 +81,7 @@ async fn two_servers_deliver_every_change_exactly_once(db: Db) {
     let cast = Arc::new(Cast::make(&cluster, Some(&receiver.url)).await);
 
     // 125 shipments x 4 changes = 500 changes, spread over both servers.
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(tokio::sync::Semaphore::new(16));
-    let mut tasks = Vec::new();
-    for i in 0..125 {
-        let (client, base, cast, created, gate) = (
-            client.clone(),
-            cluster.base(i % cluster.len()).to_owned(),
-            cast.clone(),
-            created.clone(),
-            gate.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let _slot = gate.acquire().await.unwrap();
-            drive(&client, &base, &cast, 3, &created)
-                .await
-                .expect("every change succeeds");
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
+    burst(&cluster, &cast, 125).await;
     outbox_drained(&cluster.store, Duration::from_secs(30)).await;
     let got = received_changes(&receiver);
     let mut per_change: HashMap<(String, i64), usize> = HashMap::new();
