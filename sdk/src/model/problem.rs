@@ -243,7 +243,7 @@ impl<'de> Deserialize<'de> for ProblemCode {
 mod tests {
     use super::*;
 
-    /// The codes `../shared/DESIGN.md` and the service document, spelled
+    /// The codes `spec/DESIGN.md` and the service document, spelled
     /// out rather than derived from `as_str`, so a typo there fails here.
     const DOCUMENTED: [&str; 18] = [
         "invalid_json",
