@@ -37,7 +37,8 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2
 if [ -n "${SERVER_BIN:-}" ]; then
   bin="$SERVER_BIN"
 else
-  cargo build --release -q -p shipment-server
+  # With span export built in (the image's binary), so OTLP=1 can use it.
+  cargo build --release -q -p shipment-server --features otlp
   bin="$PWD/target/release/shipment-server"
 fi
 work="$(mktemp -d)"

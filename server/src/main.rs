@@ -107,37 +107,61 @@ enum Command {
     },
 }
 
+/// The span exporter `serve --otlp-endpoint` asks for, built here, before
+/// the runtime (the exporter's blocking client runs one of its own);
+/// nothing is built without an endpoint.
+#[cfg(feature = "otlp")]
+fn otlp(command: &Command) -> anyhow::Result<Option<telemetry::Otlp>> {
+    let Command::Serve(config) = command else {
+        return Ok(None);
+    };
+    let Some(endpoint) = &config.otlp.otlp_endpoint else {
+        return Ok(None);
+    };
+    shipment_server::harness::install_tls_provider();
+    telemetry::otlp_layer(endpoint, config.otlp.otlp_protocol).map(Some)
+}
+
+/// Without the `otlp` feature an endpoint is refused rather than ignored:
+/// an operator who asked for traces learns at start that this build
+/// cannot send them, and how to get one that can.
+#[cfg(not(feature = "otlp"))]
+fn otlp(command: &Command) -> anyhow::Result<Option<std::convert::Infallible>> {
+    if let Command::Serve(config) = command
+        && config.otlp.otlp_endpoint.is_some()
+    {
+        anyhow::bail!(
+            "--otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT): this shipment-server was built \
+             without span export; build it with `--features otlp` (the container image has it)"
+        );
+    }
+    Ok(None)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let demo = matches!(cli.command, Command::Demo { .. });
     let log_filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_log_filter(demo, cli.verbose).into());
-    // Built here, before the runtime: the exporter's blocking client runs
-    // one of its own. Nothing is built without an endpoint.
-    let otlp = match &cli.command {
-        Command::Serve(config) => match &config.otlp.otlp_endpoint {
-            Some(endpoint) => {
-                shipment_server::harness::install_tls_provider();
-                match telemetry::otlp_layer(endpoint, config.otlp.otlp_protocol) {
-                    Ok(otlp) => Some(otlp),
-                    Err(e) => {
-                        eprintln!("error: {e:#}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
-            None => None,
-        },
-        _ => None,
+    #[cfg_attr(not(feature = "otlp"), allow(unused_variables))]
+    let otlp = match otlp(&cli.command) {
+        Ok(otlp) => otlp,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
     };
     // Each layer has its own filter: the logs follow RUST_LOG and -v, the
     // exported spans `TRACE_FILTER`, so an operator who quiets the logs
     // (RUST_LOG=warn) does not stop the traces asked for with
     // --otlp-endpoint, nor does -vv export every debug span.
+    #[cfg(feature = "otlp")]
     let traces = otlp.as_ref().map(|o| {
         o.layer()
             .with_filter(tracing_subscriber::EnvFilter::new(telemetry::TRACE_FILTER))
     });
+    #[cfg(not(feature = "otlp"))]
+    let traces: Option<tracing_subscriber::layer::Identity> = None;
     // Colours for a person at a terminal only: `docker logs`, CI logs and
     // files read the escape codes as text (as does anyone with NO_COLOR).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -156,6 +180,7 @@ fn main() -> ExitCode {
             )
             .init(),
     }
+    #[cfg(feature = "otlp")]
     let provider = otlp.map(|o| o.provider);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime starts");
     let code = match runtime.block_on(run(cli)) {
@@ -167,6 +192,7 @@ fn main() -> ExitCode {
     };
     drop(runtime);
     // Sends the spans still in the batch.
+    #[cfg(feature = "otlp")]
     if let Some(provider) = provider
         && let Err(e) = provider.shutdown()
     {

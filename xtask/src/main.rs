@@ -6,7 +6,8 @@
 //! `cargo xtask image [--tag TAG]` builds the reference server's container
 //! image (default tag `shipment-server:dev`) from `docker/Dockerfile`:
 //!
-//! 1. `cargo build --release -p shipment-server` (the workspace's release
+//! 1. `cargo build --release -p shipment-server --features otlp` (span
+//!    export on, as operators collecting traces need; the workspace's release
 //!    profile, as `cargo install` builds it);
 //! 2. stages the build context in `<target dir>/image-context`: the binary
 //!    stripped of its symbols and debug information (112 MB with the
@@ -196,6 +197,10 @@ fn build_server() -> Result<PathBuf, String> {
             "shipment-server",
             "--bin",
             "shipment-server",
+            // Span export (`--otlp-endpoint`): in the image, where operators
+            // collect traces, though not in the default build.
+            "--features",
+            "otlp",
             "--message-format=json-render-diagnostics",
         ])
         .stdout(Stdio::piped())

@@ -23,6 +23,8 @@ mod listen;
 mod listen_processes;
 mod openapi;
 mod operations;
+// The server binary exports spans only when built with `otlp`.
+#[cfg(feature = "otlp")]
 mod otlp;
 mod outage;
 mod oversize;

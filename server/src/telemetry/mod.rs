@@ -1,8 +1,9 @@
 //! W3C Trace Context (`traceparent`, `tracestate`) and OTLP export of the
 //! server's spans (issue 31).
 //!
-//! Export is off unless `--otlp-endpoint` (or `OTEL_EXPORTER_OTLP_ENDPOINT`)
-//! is set: then [`otlp_layer`] builds the exporter and a
+//! Export needs the crate's `otlp` feature (`export.rs`) and is off unless
+//! `--otlp-endpoint` (or `OTEL_EXPORTER_OTLP_ENDPOINT`) is set: then
+//! `otlp_layer` builds the exporter and a
 //! `tracing-opentelemetry` layer, and flips `enabled`. The server's request
 //! span then continues an incoming `traceparent`, and each change's outbox
 //! row keeps the `traceparent` of the span that wrote it, which its webhook
@@ -19,17 +20,14 @@
 //! Both ways the header is read by one strict parser (`caller_span`), and
 //! any URL a log line or span shows goes through [`redact_url`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
-use opentelemetry::Context;
 use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
-use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceState, TracerProvider as _};
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceState};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanExporter};
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+#[cfg(feature = "otlp")]
+mod export;
+#[cfg(feature = "otlp")]
+pub use export::{EXPORT_WARNING_INTERVAL, Otlp, otlp_layer};
 
 /// Which spans (and events inside them) `serve --otlp-endpoint` exports,
 /// as an `EnvFilter` directive: the request span, each webhook delivery's
@@ -44,9 +42,6 @@ pub const TRACEPARENT: &str = "traceparent";
 /// The W3C Trace Context header with vendors' extra state.
 pub const TRACESTATE: &str = "tracestate";
 
-/// Set once an OTLP layer is built; read on every request.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
 tokio::task_local! {
     /// The caller's valid `traceparent`, normalised, for the request being
     /// served ([`with_caller`]); what [`current_traceparent`] gives when no
@@ -56,8 +51,15 @@ tokio::task_local! {
 
 /// Whether spans are OpenTelemetry spans in this process (an OTLP layer
 /// was built), so trace context is worth reading and keeping.
+#[cfg(feature = "otlp")]
 pub(crate) fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+    export::enabled()
+}
+
+/// Never: this build has no exporter (the `otlp` feature is off).
+#[cfg(not(feature = "otlp"))]
+pub(crate) const fn enabled() -> bool {
+    false
 }
 
 /// The OTLP encodings over HTTP (`OTEL_EXPORTER_OTLP_PROTOCOL`'s names).
@@ -70,29 +72,6 @@ pub enum OtlpProtocol {
     /// `http/json`: protobuf's JSON mapping.
     #[value(name = "http/json")]
     HttpJson,
-}
-
-/// What [`otlp_layer`] makes: the tracer for the layer added to the
-/// subscriber ([`Otlp::layer`]), and the provider, to
-/// [`shutdown`](SdkTracerProvider::shutdown) before the process exits (it
-/// flushes the spans not yet sent).
-pub struct Otlp {
-    tracer: opentelemetry_sdk::trace::SdkTracer,
-    /// The provider exporting the spans in batches.
-    pub provider: SdkTracerProvider,
-}
-
-impl Otlp {
-    /// The `tracing` layer turning spans into OpenTelemetry spans for
-    /// this exporter.
-    pub fn layer<S>(
-        &self,
-    ) -> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>
-    where
-        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-    {
-        tracing_opentelemetry::layer().with_tracer(self.tracer.clone())
-    }
 }
 
 /// What stands for a redacted part of a URL in logs and spans.
@@ -127,225 +106,6 @@ pub fn redact_url(url: &str) -> String {
         parsed.set_fragment(Some(REDACTED));
     }
     parsed.to_string()
-}
-
-/// An exporter sending spans to `endpoint` (a base URL, as
-/// `OTEL_EXPORTER_OTLP_ENDPOINT`: `/v1/traces` is appended) in batches from
-/// a thread of its own, and the layer feeding it, under the service name
-/// `shipment-server`. A batch that cannot be exported is logged as a
-/// warning, at most once a minute.
-///
-/// Every span the server starts is sampled, whatever a caller's
-/// `traceparent` says of its own: a caller's `sampled=0` does not switch
-/// off the operator's traces (an outside caller could otherwise hide its
-/// requests from them). An operator who wants the caller's decision sets
-/// the standard `OTEL_TRACES_SAMPLER` (such as `parentbased_always_on`),
-/// which is then used instead.
-///
-/// Build it outside a tokio runtime (`main` does, before starting one): the
-/// exporter's HTTP client is the blocking one, which runs its own. An
-/// error never shows the endpoint's user info or query.
-pub fn otlp_layer(endpoint: &str, protocol: OtlpProtocol) -> anyhow::Result<Otlp> {
-    use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
-    let (url, shown, scrub) = traces_url(endpoint)?;
-    let protocol = match protocol {
-        OtlpProtocol::HttpProtobuf => Protocol::HttpBinary,
-        OtlpProtocol::HttpJson => Protocol::HttpJson,
-    };
-    let client = reqwest::blocking::Client::builder()
-        .timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| {
-            anyhow::anyhow!("--otlp-endpoint `{shown}`: {}", scrub.text(&e.to_string()))
-        })?;
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(client)
-        .with_protocol(protocol)
-        .with_endpoint(url)
-        .build()
-        .map_err(|e| {
-            anyhow::anyhow!("--otlp-endpoint `{shown}`: {}", scrub.text(&e.to_string()))
-        })?;
-    let exporter = Reporting {
-        inner: exporter,
-        losses: Arc::new(ExportLosses::new(shown, scrub)),
-    };
-    let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name("shipment-server")
-        .build();
-    let mut provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(resource);
-    if std::env::var_os("OTEL_TRACES_SAMPLER").is_none() {
-        provider = provider.with_sampler(Sampler::AlwaysOn);
-    }
-    let provider = provider.build();
-    let tracer = provider.tracer("shipment-server");
-    ENABLED.store(true, Ordering::Relaxed);
-    Ok(Otlp { tracer, provider })
-}
-
-/// The URL spans are sent to (`<endpoint>/v1/traces`), the endpoint as
-/// logs may show it ([`redact_url`]), and what to scrub from errors. The
-/// endpoint may carry a password: errors show it redacted, or not at all
-/// when it does not parse (a parse error names no part of it).
-fn traces_url(endpoint: &str) -> anyhow::Result<(String, String, Scrub)> {
-    let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
-    let parsed =
-        url::Url::parse(&url).map_err(|e| anyhow::anyhow!("--otlp-endpoint is not a URL: {e}"))?;
-    let shown = redact_url(endpoint);
-    if !matches!(parsed.scheme(), "http" | "https") {
-        anyhow::bail!("--otlp-endpoint `{shown}` must be an http:// or https:// URL");
-    }
-    Ok((url, shown, Scrub::of(&parsed)))
-}
-
-/// Takes the endpoint's secrets (its user name and password, as written
-/// and decoded) out of a text, such as an error that quotes the URL.
-#[derive(Debug, Default)]
-struct Scrub(Vec<String>);
-
-impl Scrub {
-    fn of(url: &url::Url) -> Scrub {
-        let mut secrets = Vec::new();
-        for part in [url.username(), url.password().unwrap_or("")] {
-            if part.is_empty() {
-                continue;
-            }
-            secrets.push(part.to_owned());
-            if let Ok(decoded) = percent_decode(part) {
-                secrets.push(decoded);
-            }
-        }
-        Scrub(secrets)
-    }
-
-    fn text(&self, text: &str) -> String {
-        self.0.iter().fold(text.to_owned(), |text, secret| {
-            text.replace(secret.as_str(), REDACTED)
-        })
-    }
-}
-
-/// `%XX` escapes decoded, when they make UTF-8.
-fn percent_decode(text: &str) -> Result<String, ()> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).map_err(|_| ())?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| ())?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| ())
-}
-
-/// The exporter, counting what it fails to send so an operator learns
-/// that traces are being lost: the SDK itself logs nothing of it.
-#[derive(Debug)]
-struct Reporting<E> {
-    inner: E,
-    losses: Arc<ExportLosses>,
-}
-
-impl<E: SpanExporter> SpanExporter for Reporting<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let spans = batch.len();
-        let result = self.inner.export(batch).await;
-        if let Err(e) = &result
-            && let Some(warning) = self.losses.failed(spans, &e.to_string(), Instant::now())
-        {
-            tracing::warn!("{warning}");
-        }
-        result
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        let result = self.inner.shutdown_with_timeout(timeout);
-        if let Some(warning) = self.losses.unreported() {
-            tracing::warn!("{warning}");
-        }
-        result
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
-/// How often a failed export may be logged: the first failure at once,
-/// then at most one line a minute with what was lost meanwhile.
-pub const EXPORT_WARNING_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Failed exports counted since the last warning, and when that was.
-#[derive(Debug)]
-struct ExportLosses {
-    endpoint: String,
-    scrub: Scrub,
-    state: Mutex<Lost>,
-}
-
-#[derive(Debug, Default)]
-struct Lost {
-    warned_at: Option<Instant>,
-    batches: u64,
-    spans: u64,
-    last_error: String,
-}
-
-impl ExportLosses {
-    fn new(endpoint: String, scrub: Scrub) -> ExportLosses {
-        ExportLosses {
-            endpoint,
-            scrub,
-            state: Mutex::new(Lost::default()),
-        }
-    }
-
-    /// Counts a batch of `spans` that could not be exported; the warning
-    /// to log now, if one is due.
-    fn failed(&self, spans: usize, error: &str, now: Instant) -> Option<String> {
-        let mut lost = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        lost.batches += 1;
-        lost.spans += spans as u64;
-        lost.last_error = self.scrub.text(error);
-        let due = lost
-            .warned_at
-            .is_none_or(|at| now.duration_since(at) >= EXPORT_WARNING_INTERVAL);
-        if !due {
-            return None;
-        }
-        lost.warned_at = Some(now);
-        Some(self.warning(&mut lost))
-    }
-
-    /// The warning for what was lost since the last one, if anything was
-    /// (at shutdown, so nothing counted goes unsaid).
-    fn unreported(&self) -> Option<String> {
-        let mut lost = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (lost.batches > 0).then(|| self.warning(&mut lost))
-    }
-
-    fn warning(&self, lost: &mut Lost) -> String {
-        let text = format!(
-            "traces are being lost: {} span(s) in {} batch(es) could not be exported to {} \
-             (the last error: {}); further failures are logged at most once a minute",
-            lost.spans, lost.batches, self.endpoint, lost.last_error
-        );
-        lost.batches = 0;
-        lost.spans = 0;
-        text
-    }
 }
 
 /// The span context a `traceparent` value names, if it is valid (fields
@@ -432,13 +192,13 @@ pub(crate) async fn with_caller<F: Future>(caller: Option<String>, request: F) -
 /// Makes the caller's span (its `traceparent`, if valid by the same
 /// [`caller_span`] as without an exporter) the parent of `span`. Does
 /// nothing unless spans are exported, or without the header.
+#[cfg_attr(not(feature = "otlp"), allow(unused_variables))]
 pub(crate) fn adopt_caller(span: &tracing::Span, headers: &axum::http::HeaderMap) {
-    if !enabled() {
-        return;
-    }
-    if let Some(sc) = caller_span(headers) {
-        // An error means the span is disabled: nothing to parent.
-        let _ = span.set_parent(Context::new().with_remote_span_context(sc));
+    #[cfg(feature = "otlp")]
+    if enabled()
+        && let Some(sc) = caller_span(headers)
+    {
+        export::set_parent(span, sc);
     }
 }
 
@@ -448,13 +208,11 @@ pub(crate) fn adopt_caller(span: &tracing::Span, headers: &axum::http::HeaderMap
 /// unchanged ([`with_caller`]). Call it in the request's task, not on the
 /// group commit's: a group's rows come from several requests.
 pub(crate) fn current_traceparent() -> Option<String> {
-    if !enabled() {
-        return CALLER.try_with(Clone::clone).ok().flatten();
+    #[cfg(feature = "otlp")]
+    if enabled() {
+        return export::current_span_traceparent();
     }
-    let cx = tracing::Span::current().context();
-    let span = cx.span();
-    let sc = span.span_context();
-    sc.is_valid().then(|| traceparent(sc))
+    CALLER.try_with(Clone::clone).ok().flatten()
 }
 
 /// `00-{trace id}-{span id}-{flags}`.
@@ -472,17 +230,14 @@ pub(crate) fn traceparent(sc: &SpanContext) -> String {
 /// the one naming `span` when spans are exported (`span` then has the
 /// stored one as its parent); the stored one, unchanged, when they are
 /// not; `None` without a stored value, or when it does not parse.
+#[cfg_attr(not(feature = "otlp"), allow(unused_variables))]
 pub(crate) fn continue_trace(span: &tracing::Span, stored: Option<&str>) -> Option<String> {
     let parent = parse(stored?)?;
-    if !enabled() {
-        return Some(traceparent(&parent));
+    #[cfg(feature = "otlp")]
+    if enabled() {
+        return export::continue_in(span, parent);
     }
-    span.set_parent(Context::new().with_remote_span_context(parent))
-        .ok()?;
-    let own = span.context();
-    let own = own.span();
-    let sc = own.span_context();
-    sc.is_valid().then(|| traceparent(sc))
+    Some(traceparent(&parent))
 }
 
 #[cfg(test)]
@@ -582,58 +337,5 @@ mod tests {
             assert_eq!(redact_url(url), shown, "{url}");
             assert!(!redact_url(url).contains("s3cret"));
         }
-    }
-
-    #[test]
-    fn an_endpoints_password_never_shows_in_a_start_up_error() {
-        for endpoint in [
-            "http://user:s3cret@[::1",
-            "ftp://user:s3cret@127.0.0.1:4318",
-            "ftp://s3cret@127.0.0.1:4318",
-            "http://user:s3cret@127.0.0.1:99999",
-        ] {
-            if let Err(e) = traces_url(endpoint) {
-                let text = format!("{e:#}");
-                assert!(!text.contains("s3cret"), "{text}");
-                assert!(!text.contains("s3cr%65t"), "{text}");
-                assert!(text.contains("--otlp-endpoint"), "{text}");
-            } else {
-                panic!("{endpoint} was taken");
-            }
-        }
-        let (url, shown, _) = traces_url("http://user:s3cret@127.0.0.1:4318/?k=s3cret").unwrap();
-        assert!(url.ends_with("/v1/traces"), "{url}");
-        assert_eq!(shown, "http://127.0.0.1:4318/?k=REDACTED");
-        let scrub = Scrub::of(&url::Url::parse("http://us%65r:s3cr%65t@h.example/").unwrap());
-        assert_eq!(
-            scrub.text("no route to http://us%65r:s3cr%65t@h.example/ (as s3cret)"),
-            "no route to http://REDACTED:REDACTED@h.example/ (as REDACTED)"
-        );
-    }
-
-    #[test]
-    fn failed_exports_warn_at_once_then_at_most_once_a_minute() {
-        let losses = ExportLosses::new(
-            "http://127.0.0.1:4318/".into(),
-            Scrub(vec!["s3cret".into()]),
-        );
-        let start = Instant::now();
-        let first = losses
-            .failed(3, "refused by s3cret", start)
-            .expect("the first warns");
-        assert!(first.contains("3 span(s) in 1 batch(es)"), "{first}");
-        assert!(first.contains("http://127.0.0.1:4318/"), "{first}");
-        assert!(!first.contains("s3cret"), "{first}");
-        assert_eq!(losses.failed(5, "e", start + Duration::from_secs(1)), None);
-        let just_before = start + EXPORT_WARNING_INTERVAL - Duration::from_millis(1);
-        assert_eq!(losses.failed(7, "e", just_before), None);
-        let next = losses
-            .failed(1, "e", start + EXPORT_WARNING_INTERVAL)
-            .expect("a minute later");
-        assert!(next.contains("13 span(s) in 3 batch(es)"), "{next}");
-        assert_eq!(losses.unreported(), None, "all said");
-        assert_eq!(losses.failed(2, "e", start + EXPORT_WARNING_INTERVAL), None);
-        let last = losses.unreported().expect("said at shutdown");
-        assert!(last.contains("2 span(s) in 1 batch(es)"), "{last}");
     }
 }
