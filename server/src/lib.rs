@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 
 pub mod admin;
 mod app;
+mod cache;
 pub mod config;
 mod dashboard;
 mod domain;
@@ -37,9 +38,9 @@ mod store;
 pub mod telemetry;
 mod webhooks;
 
-pub use app::caches::PRICING_MEMORY_TTL;
 pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
-pub use app::key_cache::KEY_CACHE_TTL;
+pub use cache::keys::KEY_CACHE_TTL;
+pub use cache::pricing::PRICING_MEMORY_TTL;
 pub use config::Config;
 pub use domain::keys::Environment;
 pub use http::openapi::document_json as openapi_json;
@@ -55,7 +56,7 @@ pub struct Application {
     dispatcher: webhooks::Dispatcher,
     listeners: webhooks::listeners::Listeners,
     /// What the listener relay makes forget revoked keys.
-    key_cache: std::sync::Arc<app::key_cache::KeyCache>,
+    key_cache: std::sync::Arc<cache::keys::KeyCache>,
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
     dashboard: Option<(TcpListener, axum::Router)>,

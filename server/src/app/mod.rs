@@ -8,20 +8,16 @@
 //! decides how to show it (a problem body, a page).
 //!
 //! This file is the layer's table of contents: the state ([`state`]), the
-//! errors ([`error`]), the caches the state holds ([`caches`], [`key_cache`])
-//! and one file per resource's use-cases.
+//! errors ([`error`]) and one file per resource's use-cases. What the state
+//! remembers between requests is in [`crate::cache`].
 
 pub(crate) mod api_keys;
 pub(crate) mod auth;
-pub(crate) mod caches;
 pub(crate) mod couriers;
 pub(crate) mod error;
 pub(crate) mod fixtures;
 pub(crate) mod health;
-pub(crate) mod key_cache;
-pub(crate) mod listed;
 pub(crate) mod listen;
-pub(crate) mod memo;
 pub(crate) mod shipments;
 pub(crate) mod state;
 pub(crate) mod testing;

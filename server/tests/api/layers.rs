@@ -59,6 +59,7 @@ const LEVELS: &[&[&str]] = &[
     &["store"],
     &["metrics", "serve"],
     &["webhooks"],
+    &["cache"],
     &["app"],
     &["start_error"],
     &["config"],
