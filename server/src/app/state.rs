@@ -4,13 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::testing::TestControls;
 use crate::cache::keys::KeyCache;
 use crate::cache::listed::{ListedMemo, listed_memo};
 use crate::cache::pricing::{PricingMemo, pricing_memo};
 use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
 use crate::store::Store;
+use crate::test_controls::TestControls;
 
 /// What every handler can reach: a handle to the [`Shared`] state.
 ///
