@@ -398,9 +398,10 @@ pub(crate) async fn delete_test_merchant(
     for r in revoked {
         api_keys::forget_revoked(state, r);
     }
-    // The caches' own rules (`cache/pricing.rs`, `cache/listed.rs`) hold while rows are only
-    // added; this deletion removes links and shipments, so this process
-    // drops what it remembered of them at once, after the commit.
+    // The caches' own rules (`cache/pricing.rs`, `cache/listed.rs`) hold
+    // while rows are only added; this deletion removes links and shipments,
+    // so this process drops what it remembered of them at once, after the
+    // commit.
     state.pricing.forget_merchant(id);
     state.listed.forget_merchant(id);
     let (faults, duplicate_deliveries) = controls.forget_merchant(id);
