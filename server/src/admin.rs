@@ -111,7 +111,7 @@ pub enum AdminError {
     Store(#[from] StoreError),
     /// A fixtures file was not applied.
     #[error(transparent)]
-    Fixtures(#[from] crate::app::fixtures::FixtureError),
+    Fixtures(#[from] crate::testing::fixtures::FixtureError),
 }
 
 /// Hashes a password with argon2id (off the async threads: it is slow on
@@ -270,7 +270,7 @@ impl AdminCommand {
                     allow_private_webhook_targets,
                     std::sync::Arc::default(),
                 ));
-                let created = crate::app::fixtures::apply_file(&state, &file).await?;
+                let created = crate::testing::fixtures::apply_file(&state, &file).await?;
                 Ok(json!({ "applied": file.display().to_string(), "created": created }))
             }
         }

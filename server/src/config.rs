@@ -335,7 +335,7 @@ pub struct Config {
         long,
         env = "SHIPMENT_MAX_TEST_MERCHANTS_PER_CALLER",
         value_name = "N",
-        default_value_t = crate::app::testing::merchants::DEFAULT_MAX_PER_CALLER
+        default_value_t = crate::testing::merchants::DEFAULT_MAX_PER_CALLER
     )]
     pub max_test_merchants_per_caller: u64,
     /// With `--test-controls`: how many merchants made by
@@ -344,7 +344,7 @@ pub struct Config {
         long,
         env = "SHIPMENT_MAX_TEST_MERCHANTS",
         value_name = "N",
-        default_value_t = crate::app::testing::merchants::DEFAULT_MAX_TOTAL
+        default_value_t = crate::testing::merchants::DEFAULT_MAX_TOTAL
     )]
     pub max_test_merchants: u64,
     /// Apply this fixtures file (TOML: couriers with their keys and
@@ -387,8 +387,8 @@ impl Config {
             dashboard_addr: None,
             dashboard_secure_cookies: false,
             test_controls: false,
-            max_test_merchants_per_caller: crate::app::testing::merchants::DEFAULT_MAX_PER_CALLER,
-            max_test_merchants: crate::app::testing::merchants::DEFAULT_MAX_TOTAL,
+            max_test_merchants_per_caller: crate::testing::merchants::DEFAULT_MAX_PER_CALLER,
+            max_test_merchants: crate::testing::merchants::DEFAULT_MAX_TOTAL,
             fixtures: None,
             otlp: OtlpArgs::default(),
         }

@@ -3,6 +3,15 @@
 //! [`Application::build`] turns a [`Config`] into a bound, migrated, ready
 //! server; `main.rs` only parses arguments and calls it, so tests start the
 //! very same thing on port 0.
+//!
+//! The modules below, bottom first, each naming only those under it
+//! (`tests/api/layers.rs` holds the order): `domain` (the rules, no I/O) and
+//! `telemetry`; `store` (the database); `serve` and `metrics`; `webhooks`
+//! (delivery); `cache` (what the state remembers between requests) and
+//! `test_controls` (what the test controls armed); `app` (the use-cases and
+//! the state they run with); `testing` (the test surface: test controls, a
+//! merchant per test, fixtures); `start_error`, `config` and `admin`; the
+//! front ends `http` and `dashboard`, and `simulate`.
 #![warn(missing_docs)]
 // Inside the private modules an item is `pub(crate)` unless the crate's
 // public surface (the modules above that are `pub`, the `harness` facade,
@@ -24,6 +33,7 @@ use tokio::net::TcpListener;
 
 pub mod admin;
 mod app;
+mod cache;
 pub mod config;
 mod dashboard;
 mod domain;
@@ -35,16 +45,18 @@ pub mod simulate;
 mod start_error;
 mod store;
 pub mod telemetry;
+mod test_controls;
+mod testing;
 mod webhooks;
 
-pub use app::caches::PRICING_MEMORY_TTL;
-pub use app::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
-pub use app::key_cache::KEY_CACHE_TTL;
+pub use cache::keys::KEY_CACHE_TTL;
+pub use cache::pricing::PRICING_MEMORY_TTL;
 pub use config::Config;
 pub use domain::keys::Environment;
 pub use http::openapi::document_json as openapi_json;
 pub use start_error::StartError;
 pub use store::Store;
+pub use testing::fixtures::{FixtureError, FixtureReport, read_fixtures_file};
 
 /// A server bound to its address, with its database migrated and its
 /// webhook dispatcher ready.
@@ -55,7 +67,7 @@ pub struct Application {
     dispatcher: webhooks::Dispatcher,
     listeners: webhooks::listeners::Listeners,
     /// What the listener relay makes forget revoked keys.
-    key_cache: std::sync::Arc<app::key_cache::KeyCache>,
+    key_cache: std::sync::Arc<cache::keys::KeyCache>,
     deliver_webhooks: bool,
     metrics_listener: Option<TcpListener>,
     dashboard: Option<(TcpListener, axum::Router)>,
@@ -73,7 +85,7 @@ impl Application {
         // Before the database: a refused combination of flags costs nothing.
         let dispatch_settings = config.dispatch_settings()?;
         let test_controls = config.test_controls.then(|| {
-            std::sync::Arc::new(app::testing::TestControls::new(
+            std::sync::Arc::new(test_controls::TestControls::new(
                 store::merchants::TestMerchantLimits {
                     per_caller: config.max_test_merchants_per_caller,
                     total: config.max_test_merchants,
@@ -120,7 +132,7 @@ impl Application {
         let key_cache = shared.key_cache.clone();
         let state = app::AppState::new(shared);
         if let Some(path) = &config.fixtures {
-            app::fixtures::apply_file(&state, path).await?;
+            testing::fixtures::apply_file(&state, path).await?;
         }
         let dashboard = dashboard_listener.map(|l| {
             (

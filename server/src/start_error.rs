@@ -4,9 +4,9 @@
 
 use std::net::SocketAddr;
 
-use crate::app::fixtures::FixtureError;
 use crate::domain::sealed::SealError;
 use crate::store::StoreError;
+use crate::testing::fixtures::FixtureError;
 use crate::webhooks::ClientError;
 
 /// Why the server could not start.

@@ -202,7 +202,7 @@ pub(crate) async fn sign_in(
 }
 
 /// Runs argon2 off the async threads, at most one per core at a time.
-pub(super) async fn check_password(
+pub(crate) async fn check_password(
     state: &AppState,
     hash: String,
     password: String,
@@ -227,7 +227,7 @@ pub(super) async fn check_password(
 
 /// Hashes a new password with argon2id as sign-in checks it (off the async
 /// threads, with the same limit as [`check_password`]).
-pub(super) async fn hash_password(state: &AppState, password: String) -> Result<String> {
+pub(crate) async fn hash_password(state: &AppState, password: String) -> Result<String> {
     use argon2::PasswordHasher;
     let _permit = state
         .password_checks

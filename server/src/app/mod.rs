@@ -8,23 +8,21 @@
 //! decides how to show it (a problem body, a page).
 //!
 //! This file is the layer's table of contents: the state ([`state`]), the
-//! errors ([`error`]), the caches the state holds ([`caches`], [`key_cache`])
-//! and one file per resource's use-cases.
+//! errors ([`error`]) and one file per resource's use-cases, so it reads as
+//! the list of what the service does. What the state holds but is no
+//! use-case lives below: what it remembers between requests in
+//! [`crate::cache`], what the test controls armed in
+//! [`crate::test_controls`]. The test surface, which calls these use-cases
+//! and is none of the service's, lives above, in [`crate::testing`].
 
 pub(crate) mod api_keys;
 pub(crate) mod auth;
-pub(crate) mod caches;
 pub(crate) mod couriers;
 pub(crate) mod error;
-pub(crate) mod fixtures;
 pub(crate) mod health;
-pub(crate) mod key_cache;
-pub(crate) mod listed;
 pub(crate) mod listen;
-pub(crate) mod memo;
 pub(crate) mod shipments;
 pub(crate) mod state;
-pub(crate) mod testing;
 pub(crate) mod webhooks;
 
 /// Who is acting on a shipment: a merchant or a courier company, by id. A

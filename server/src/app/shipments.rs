@@ -9,9 +9,8 @@ use shipment_sdk::model::{
     Shipment, ShipmentCode,
 };
 
-use super::caches::ListedShipment;
-use super::listed;
 use super::{AppState, Error, Result};
+use crate::cache::listed::ListedShipment;
 use crate::domain::actor::Actor;
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
@@ -96,7 +95,7 @@ pub(crate) async fn list_shipments(
     actor: Actor,
     query: &ListQuery,
 ) -> Result<Page<ListedShipment>> {
-    let (data, total) = listed::page(state, actor, query).await?;
+    let (data, total) = state.listed.page(&state.store, actor, query).await?;
     Ok(Page::new(data, query.page, query.page_size, total))
 }
 

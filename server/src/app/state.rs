@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::caches::{ListedMemo, PricingMemo, listed_memo, pricing_memo};
-use super::key_cache::KeyCache;
-use super::testing::TestControls;
+use crate::cache::keys::KeyCache;
+use crate::cache::listed::{ListedMemo, listed_memo};
+use crate::cache::pricing::{PricingMemo, pricing_memo};
 use crate::domain::keys::Environment;
 use crate::domain::sealed::DataKey;
 use crate::store::Store;
+use crate::test_controls::TestControls;
 
 /// What every handler can reach: a handle to the [`Shared`] state.
 ///
@@ -67,14 +68,14 @@ pub(crate) struct Shared {
     /// The listeners (`GET /webhooks/listen`) connected to this process,
     /// fed by its dispatcher.
     pub listeners: crate::webhooks::listeners::Listeners,
-    /// API keys verified in the last moment (`key_cache`): an
+    /// API keys verified in the last moment ([`crate::cache::keys`]): an
     /// authenticated request is then one database round trip.
     pub key_cache: Arc<KeyCache>,
     /// The prices of a merchant's linked courier companies, as creates
     /// found them ([`couriers::linked_pricing`]).
     pub pricing: Arc<PricingMemo>,
     /// Shipments as lists showed them, by id and version
-    /// ([`listed::page`]).
+    /// ([`ListedMemo::page`]).
     pub listed: Arc<ListedMemo>,
 }
 

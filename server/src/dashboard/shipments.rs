@@ -11,10 +11,10 @@ use super::deliveries::{Back, Queued, deliveries_table};
 use super::layout::{self, Section, Tone};
 use super::page::{Page, PageError, PageResult};
 use super::session::Signed;
-use crate::app::caches::ListedShipment;
 use crate::app::shipments::{self, get_shipment_history};
 use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, Actor, AppState};
+use crate::cache::listed::ListedShipment;
 use crate::domain::code::ShipmentCode;
 use crate::domain::list_query::{DEFAULT_PAGE_SIZE, ListQuery};
 

@@ -14,7 +14,7 @@
 //! every key and signing key, webhook URLs ([`WebhookUrl`]), courier names a
 //! merchant links to, and values the file names twice. Whether a webhook's
 //! host may be used, and how the file agrees with the database, is the
-//! application's business (`app::fixtures`).
+//! business of `testing::fixtures`, which asks the database.
 //!
 //! This file holds what the rest of the server uses: the limits and the
 //! checked types, every value [`At`] its line. The work is in two files

@@ -12,10 +12,10 @@ use shipment_sdk::model::{DriverId, List, Page, Shipment, ShipmentCode};
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Courier, MaybeJson};
 use super::params::{CodeParam, ListParams, Problems};
-use crate::app::caches::ListedShipment;
 use crate::app::couriers::Driver;
 use crate::app::{Actor, AppState};
 use crate::app::{couriers, shipments};
+use crate::cache::listed::ListedShipment;
 use crate::domain::lifecycle::Operation;
 use crate::domain::list_query::ListQuery;
 

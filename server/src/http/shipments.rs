@@ -12,9 +12,9 @@ use shipment_sdk::model::{
 use super::ApiError;
 use super::extract::{ApiJson, CodePath, Merchant};
 use super::params::{CodeParam, IdempotentReplayed, ListParams, Problems};
-use crate::app::caches::ListedShipment;
 use crate::app::shipments::{self, CreateOutcome};
 use crate::app::{Actor, AppState};
+use crate::cache::listed::ListedShipment;
 use crate::domain::list_query::ListQuery;
 
 /// Header naming a create's idempotency key.

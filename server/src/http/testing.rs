@@ -14,12 +14,11 @@ use shipment_sdk::model::{MerchantId, ProblemCode, Shipment};
 use super::ApiError;
 use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
 use super::params::{CodeParam, IdParam, Problems};
-use crate::app::testing::merchants::{self, DeletedMerchant, NewMerchant, TestMerchant};
-use crate::app::testing::{
-    self, AdvanceShipment, ArmFault, DuplicateDeliveries, Fault, FaultAction, TestingError,
-};
 use crate::app::{AppState, numeric_id};
 use crate::serve::ConnectionCloser;
+use crate::test_controls::{Fault, FaultAction};
+use crate::testing::merchants::{self, DeletedMerchant, NewMerchant, TestMerchant};
+use crate::testing::{self, AdvanceShipment, ArmFault, DuplicateDeliveries, TestingError};
 
 /// Where the API is mounted; fault paths are relative to it.
 const API_BASE: &str = "/api/v1";

@@ -117,8 +117,8 @@ pub enum ClientError {
 }
 
 /// The test controls' duplicate deliveries, as the dispatcher asks for
-/// them: defined here and implemented above (by `app::testing`), so the
-/// dispatcher does not reach up into the use-cases.
+/// them: defined here and implemented above (by `test_controls`), so the
+/// dispatcher does not reach up into the state that keeps them.
 pub(crate) trait Duplicates: Send + Sync {
     /// Whether the next delivery of this merchant is to be sent twice;
     /// takes one from the count if so.

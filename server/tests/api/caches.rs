@@ -1,4 +1,4 @@
-//! The rule lists rely on (`app::listed`): every write to a shipment raises
+//! The rule lists rely on (`cache::listed`): every write to a shipment raises
 //! its `version`. A trigger on the test's database refuses any `UPDATE` of
 //! `shipments` that does not, and every kind of change the server makes
 //! runs through it: a write path that forgot the version would fail here

@@ -54,12 +54,21 @@ fn the_front_ends_do_not_name_the_store_or_sqlx() {
 /// modules of lower levels (`crate::name`), never one of its own level or
 /// above. The crate's root (`lib.rs`, above all) and `main.rs` are not
 /// listed. Circles between the files of one module are not checked here.
+///
+/// `app` holds the use-cases only. What its state holds sits below it: the
+/// caches (`cache`, above `webhooks`, whose listener relay the key cache
+/// serves) and what the test controls armed (`test_controls`). The test
+/// surface (`testing`: the test controls' use-cases, a merchant per test,
+/// fixtures) calls the use-cases, so it sits above `app`, and below what
+/// starts a server with fixtures (`start_error`, `config`, `admin`).
 const LEVELS: &[&[&str]] = &[
     &["domain", "telemetry"],
     &["store"],
     &["metrics", "serve"],
     &["webhooks"],
+    &["cache", "test_controls"],
     &["app"],
+    &["testing"],
     &["start_error"],
     &["config"],
     &["admin"],

@@ -1,5 +1,5 @@
 //! Revoking an API key while server processes remember verified keys
-//! (`app::key_cache`): the process that deleted the key refuses it at once,
+//! (`cache::keys`): the process that deleted the key refuses it at once,
 //! every other process sharing the database at once on PostgreSQL (the
 //! deletion is announced) and within the key cache's TTL on SQLite. And the
 //! listener streams a credential opened end with it: a deleted key, a

@@ -1,7 +1,7 @@
 //! The shipment list: filters, the page, and its total.
 //!
 //! The caller says which rows of a page it already holds at the version
-//! the page has (`app::listed` remembers each version a list showed), and
+//! the page has (`cache::listed` remembers each version a list showed), and
 //! only the others are decoded: on SQLite the page is read as ids and
 //! versions and the rows not held are read by id; on PostgreSQL the page is
 //! read whole and only the rows not held are decoded

@@ -139,7 +139,7 @@ impl ForgetRevoked for KeyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::memo::statements::{Verb, writing};
+    use crate::cache::memo::statements::{Verb, writing};
     use crate::store::listen::REVOKED_CHANNEL;
     use shipment_sdk::model::ApiKeyId;
 

@@ -1,6 +1,7 @@
 //! Unit tests of the test controls: fault bodies, taking faults, paths.
 
 use super::*;
+use crate::test_controls::FaultAction;
 
 fn body(json: serde_json::Value) -> ArmFault {
     serde_json::from_value(json).unwrap()

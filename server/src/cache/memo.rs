@@ -1,6 +1,7 @@
 //! A small in-process memory of database answers, each kept for a fixed
-//! time and bounded in size: what [`key_cache`](super::key_cache) and the
-//! courier pricing of creates (`AppState::pricing`) are built on.
+//! time and bounded in size: what every cache of this module
+//! ([`keys`](super::keys), [`pricing`](super::pricing),
+//! [`listed`](super::listed)) is built on.
 //!
 //! Only answers that may be a little old are kept here; each user says
 //! why, and what makes it forget earlier. Each user's rule (which writes

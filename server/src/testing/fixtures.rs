@@ -24,7 +24,7 @@ use std::path::Path;
 use shipment_sdk::model::{CourierId, MerchantId};
 use subtle::ConstantTimeEq as _;
 
-use super::{AppState, auth};
+use crate::app::{AppState, auth};
 use crate::domain::fee::from_minor_units;
 use crate::domain::fixtures::{self, At, Courier, Merchant, Problem};
 use crate::domain::keys::{self, KeyKind, Secret};
@@ -238,7 +238,7 @@ pub(crate) async fn apply(
     let declared = fixtures::parse(text, state.environment).map_err(invalid)?;
     let mut unusable = Vec::new();
     for hook in declared.merchants.iter().flat_map(|m| &m.webhooks) {
-        if let Err(e) = super::webhooks::check_target(state, "url", &hook.url.value).await {
+        if let Err(e) = crate::app::webhooks::check_target(state, "url", &hook.url.value).await {
             unusable.push(Problem {
                 line: hook.url.line,
                 detail: e.to_string(),
@@ -296,7 +296,7 @@ impl Applying<'_> {
         }
     }
 
-    fn internal(&self, e: &super::Error) -> FixtureError {
+    fn internal(&self, e: &crate::app::Error) -> FixtureError {
         FixtureError::Internal {
             file: self.file.to_owned(),
             detail: e.to_string(),

@@ -1,33 +1,116 @@
-//! Test controls (`--test-controls`): what a merchant's CI uses to make the
-//! server misbehave on purpose and to move shipments along without a
-//! courier. Faults on the merchant's next requests, advancing a shipment
-//! through the real lifecycle, and duplicated webhook deliveries.
+//! The test controls' use-cases (`--test-controls`): what a merchant's CI
+//! uses to make the server misbehave on purpose and to move shipments along
+//! without a courier. Faults on the merchant's next requests, advancing a
+//! shipment through the real lifecycle, and duplicated webhook deliveries.
 //!
 //! Faults and duplicates live in this process's memory ([`TestControls`],
 //! hung on [`AppState`] only when the flag is on): several processes on one
 //! database each keep their own, so a merchant arms the process its
 //! requests reach. Advancing is a series of real changes through the same
 //! use-cases as the courier's and merchant's routes, so every step bumps the
-//! version and fires its webhooks. A merchant per test ([`merchants`]):
-//! made with everything a test needs, deleted with everything it owns.
+//! version and fires its webhooks.
 
-mod controls;
-pub(crate) mod merchants;
-
+use serde::{Deserialize, Serialize};
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
-use super::{AppState, Error, couriers, shipments};
+use super::{Result, TestingError};
+use crate::app::{AppState, Error, couriers, shipments};
 use crate::domain::FieldError;
 use crate::domain::lifecycle::{self, Operation};
+use crate::test_controls::{Fault, TestControls, TooManyFaults};
 
 /// Most requests one fault may catch.
-pub(crate) use controls::{
-    AdvanceShipment, ArmFault, DuplicateDeliveries, FAILURE_REASON, FAULT_STATUSES, Fault,
-    FaultAction, MAX_DELAY_MS, MAX_PATH, MAX_RETRY_AFTER, MAX_TIMES, Result, TEST_DRIVER,
-    TestControls, TestingError,
-};
+pub(crate) const MAX_TIMES: u32 = 1000;
+/// Longest delay of a fault, in milliseconds.
+pub(crate) const MAX_DELAY_MS: u32 = 60_000;
+/// Largest `retry_after` of a fault, in seconds.
+pub(crate) const MAX_RETRY_AFTER: u32 = 86_400;
+/// Longest `path` of a fault, in bytes.
+pub(crate) const MAX_PATH: usize = 2048;
+/// The statuses a fault may answer with.
+pub(crate) const FAULT_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
+/// The name of the driver made for a courier company that has none when a
+/// shipment is advanced past `assigned_to_courier`.
+pub(crate) const TEST_DRIVER: &str = "Test driver";
+/// The reason a shipment advanced to `failed` carries.
+pub(crate) const FAILURE_REASON: &str = "test";
 
-fn controls(state: &AppState) -> Result<&TestControls> {
+/// Body of `POST /testing/faults`: which of the merchant's next requests
+/// to catch, and what to do to them. Exactly one of `status`, `delay_ms`
+/// and `drop_connection: true`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ArmFault {
+    /// The HTTP method of the requests to catch (case-insensitive).
+    #[schema(
+        example = "POST",
+        min_length = 1,
+        max_length = 16,
+        pattern = "^[A-Za-z]+$"
+    )]
+    pub method: String,
+    /// The path under `/api/v1`, as the route template
+    /// (`/shipments/{code}`) or a concrete path (`/shipments/SHP-7K3M-Q9ZX`);
+    /// no query, nothing under `/testing`.
+    #[schema(
+        example = "/shipments",
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^/"
+    )]
+    pub path: String,
+    /// Answer with this status (and the problem body) instead of running the
+    /// request: 429, 500, 502, 503 or 504.
+    #[schema(schema_with = fault_status)]
+    pub status: Option<u16>,
+    /// With `status`: the `Retry-After` header, in seconds (0 to 86400).
+    #[schema(nullable = false, example = 1, minimum = 0, maximum = 86400)]
+    pub retry_after: Option<u32>,
+    /// Wait this many milliseconds (1 to 60000), then run the request.
+    #[schema(nullable = false, example = 1500, minimum = 1, maximum = 60000)]
+    pub delay_ms: Option<u32>,
+    /// `true`: close the connection without an answer.
+    #[schema(nullable = false)]
+    pub drop_connection: Option<bool>,
+    /// How many matching requests to catch, 1 to 1000 (default 1).
+    #[schema(nullable = false, example = 2, minimum = 1, maximum = 1000)]
+    pub times: Option<u32>,
+}
+
+/// The schema of [`ArmFault::status`]: one of [`FAULT_STATUSES`].
+fn fault_status() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .enum_values(Some(FAULT_STATUSES))
+        .description(Some(
+            "Answer with this status (and the problem body) instead of running the request",
+        ))
+        .examples([503])
+        .build()
+}
+
+/// Body and answer of `POST /testing/webhooks/duplicates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DuplicateDeliveries {
+    /// How many of the merchant's next deliveries to send twice, 0 (none)
+    /// to 1000; replaces the count still pending.
+    #[schema(example = 1, minimum = 0, maximum = 1000)]
+    pub times: u32,
+}
+
+/// Body of `POST /testing/shipments/{code}/advance`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AdvanceShipment {
+    /// The state to move the shipment to.
+    #[schema(example = "delivered")]
+    pub to: Status,
+}
+
+/// The test controls, or [`TestingError::Disabled`] when the server runs
+/// without them.
+pub(super) fn controls(state: &AppState) -> Result<&TestControls> {
     state.test_controls.as_deref().ok_or(TestingError::Disabled)
 }
 
@@ -39,7 +122,9 @@ pub(crate) async fn arm_fault(
 ) -> Result<Fault> {
     let controls = controls(state)?;
     let fault = parse_fault(request)?;
-    controls.arm(merchant_id, fault)
+    controls
+        .arm(merchant_id, fault)
+        .map_err(|TooManyFaults| TestingError::TooManyFaults)
 }
 
 /// Disarms every fault of the merchant.

@@ -1,90 +1,24 @@
 //! The test controls' state, in this process's memory: armed faults and
-//! duplicate counts per merchant, with the limits and request shapes of the
-//! routes that set them.
+//! duplicate counts per merchant, and how many test merchants may exist.
+//!
+//! Why apart from the test controls' use-cases (`testing`): the state every
+//! use-case runs with holds it (`app::Shared::test_controls`), the API's
+//! fault middleware asks it on each request, and the webhook dispatcher per
+//! delivery, so it sits below `app`, knowing nothing of the use-cases that
+//! arm it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use shipment_sdk::model::{MerchantId, Status};
+use serde::Serialize;
+use shipment_sdk::model::MerchantId;
 
-use crate::app::error::Error;
-use crate::domain::FieldError;
 use crate::store::merchants::TestMerchantLimits;
 
-/// Most requests one fault may catch.
-pub(crate) const MAX_TIMES: u32 = 1000;
-/// Longest delay of a fault, in milliseconds.
-pub(crate) const MAX_DELAY_MS: u32 = 60_000;
-/// Largest `retry_after` of a fault, in seconds.
-pub(crate) const MAX_RETRY_AFTER: u32 = 86_400;
 /// Most faults one merchant may have armed at once.
-pub(super) const MAX_FAULTS: usize = 100;
-/// Longest `path` of a fault, in bytes.
-pub(crate) const MAX_PATH: usize = 2048;
-/// The statuses a fault may answer with.
-pub(crate) const FAULT_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
-/// The name of the driver made for a courier company that has none when a
-/// shipment is advanced past `assigned_to_courier`.
-pub(crate) const TEST_DRIVER: &str = "Test driver";
-/// The reason a shipment advanced to `failed` carries.
-pub(crate) const FAILURE_REASON: &str = "test";
-
-/// Body of `POST /testing/faults`: which of the merchant's next requests
-/// to catch, and what to do to them. Exactly one of `status`, `delay_ms`
-/// and `drop_connection: true`.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ArmFault {
-    /// The HTTP method of the requests to catch (case-insensitive).
-    #[schema(
-        example = "POST",
-        min_length = 1,
-        max_length = 16,
-        pattern = "^[A-Za-z]+$"
-    )]
-    pub method: String,
-    /// The path under `/api/v1`, as the route template
-    /// (`/shipments/{code}`) or a concrete path (`/shipments/SHP-7K3M-Q9ZX`);
-    /// no query, nothing under `/testing`.
-    #[schema(
-        example = "/shipments",
-        min_length = 1,
-        max_length = 2048,
-        pattern = "^/"
-    )]
-    pub path: String,
-    /// Answer with this status (and the problem body) instead of running the
-    /// request: 429, 500, 502, 503 or 504.
-    #[schema(schema_with = fault_status)]
-    pub status: Option<u16>,
-    /// With `status`: the `Retry-After` header, in seconds (0 to 86400).
-    #[schema(nullable = false, example = 1, minimum = 0, maximum = 86400)]
-    pub retry_after: Option<u32>,
-    /// Wait this many milliseconds (1 to 60000), then run the request.
-    #[schema(nullable = false, example = 1500, minimum = 1, maximum = 60000)]
-    pub delay_ms: Option<u32>,
-    /// `true`: close the connection without an answer.
-    #[schema(nullable = false)]
-    pub drop_connection: Option<bool>,
-    /// How many matching requests to catch, 1 to 1000 (default 1).
-    #[schema(nullable = false, example = 2, minimum = 1, maximum = 1000)]
-    pub times: Option<u32>,
-}
-
-/// The schema of [`ArmFault::status`]: one of [`FAULT_STATUSES`].
-fn fault_status() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::Integer)
-        .enum_values(Some(FAULT_STATUSES))
-        .description(Some(
-            "Answer with this status (and the problem body) instead of running the request",
-        ))
-        .examples([503])
-        .build()
-}
+pub(crate) const MAX_FAULTS: usize = 100;
 
 /// An armed fault, as `POST /testing/faults` answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -146,88 +80,10 @@ impl Fault {
     }
 }
 
-/// Body and answer of `POST /testing/webhooks/duplicates`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DuplicateDeliveries {
-    /// How many of the merchant's next deliveries to send twice, 0 (none)
-    /// to 1000; replaces the count still pending.
-    #[schema(example = 1, minimum = 0, maximum = 1000)]
-    pub times: u32,
-}
-
-/// Body of `POST /testing/shipments/{code}/advance`.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AdvanceShipment {
-    /// The state to move the shipment to.
-    #[schema(example = "delivered")]
-    pub to: Status,
-}
-
-/// Why a test control did not do what was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum TestingError {
-    /// The server runs without `--test-controls`.
-    #[error("test controls are off: start the server with --test-controls")]
-    Disabled,
-    /// No series of lifecycle operations leads from the shipment's state to
-    /// the one asked for.
-    #[error(
-        "cannot advance a shipment that is {from} to {to}: no path of the lifecycle leads there \
-         (from {from} it reaches {reachable})"
-    )]
-    Unreachable {
-        /// The shipment's state.
-        from: Status,
-        /// The state asked for.
-        to: Status,
-        /// The states that can be reached from `from`, for the message.
-        reachable: String,
-    },
-    /// The merchant has [`MAX_FAULTS`] faults armed.
-    #[error(
-        "{MAX_FAULTS} faults are armed for this merchant already; disarm them with \
-         DELETE /testing/faults first"
-    )]
-    TooManyFaults,
-    /// A deletion waited in vain for the merchant's deliveries in flight.
-    #[error(
-        "{0} of this merchant's changes are being delivered right now; the merchant can be \
-         deleted once they are (stop making changes, then try again)"
-    )]
-    DeliveriesInFlight(u64),
-    /// As many test merchants as may exist at once exist already (made by
-    /// this caller's merchant when `per_caller`, else by anyone).
-    #[error(
-        "{limit} test merchants {whose} exist already, the most that may at once; delete one \
-         with DELETE /testing/merchants/{{id}} (its own key), then try again"
-    )]
-    TooManyTestMerchants {
-        /// The limit reached.
-        limit: u64,
-        /// "made by your keys" or "of all callers", for the message.
-        whose: &'static str,
-    },
-    /// The merchant to delete was not made by `POST /testing/merchants`.
-    #[error(
-        "this merchant was not made by POST /testing/merchants (it comes from the fixtures \
-         file, `admin` or the demo), and only those can be deleted here"
-    )]
-    NotATestMerchant,
-    /// A use-case refused or failed (a bad field, no such shipment, ...).
-    #[error(transparent)]
-    App(#[from] Error),
-}
-
-impl From<FieldError> for TestingError {
-    fn from(e: FieldError) -> Self {
-        TestingError::App(e.into())
-    }
-}
-
-/// The outcome of a test control.
-pub(crate) type Result<T, E = TestingError> = std::result::Result<T, E>;
+/// A merchant has [`MAX_FAULTS`] faults armed already: the one asked for
+/// was not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooManyFaults;
 
 /// The armed faults and pending duplicate deliveries of every merchant, in
 /// this process's memory. One per server, shared by the HTTP layer (which
@@ -302,11 +158,17 @@ impl TestControls {
         Some(action)
     }
 
-    pub(super) fn arm(&self, merchant_id: MerchantId, mut fault: Fault) -> Result<Fault> {
+    /// Arms `fault` for the merchant, numbered in this process; refused
+    /// when the merchant has [`MAX_FAULTS`] armed already.
+    pub(crate) fn arm(
+        &self,
+        merchant_id: MerchantId,
+        mut fault: Fault,
+    ) -> Result<Fault, TooManyFaults> {
         let mut armed = self.armed();
         let faults = armed.faults.entry(merchant_id).or_default();
         if faults.len() >= MAX_FAULTS {
-            return Err(TestingError::TooManyFaults);
+            return Err(TooManyFaults);
         }
         fault.id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         faults.push(fault.clone());
@@ -314,7 +176,8 @@ impl TestControls {
         Ok(fault)
     }
 
-    pub(super) fn disarm(&self, merchant_id: MerchantId) {
+    /// Disarms every fault of the merchant.
+    pub(crate) fn disarm(&self, merchant_id: MerchantId) {
         if let Some(faults) = self.armed().faults.remove(&merchant_id) {
             self.faults_armed.fetch_sub(faults.len(), Ordering::AcqRel);
         }
@@ -322,7 +185,7 @@ impl TestControls {
 
     /// Drops everything this process keeps for a deleted merchant: its
     /// faults and its pending duplicate deliveries; how many of each.
-    pub(super) fn forget_merchant(&self, merchant_id: MerchantId) -> (u64, u64) {
+    pub(crate) fn forget_merchant(&self, merchant_id: MerchantId) -> (u64, u64) {
         let mut armed = self.armed();
         let faults = armed.faults.remove(&merchant_id).map_or(0, |f| f.len());
         let duplicates = armed.duplicates.remove(&merchant_id).unwrap_or(0);
@@ -332,7 +195,9 @@ impl TestControls {
         (faults as u64, u64::from(duplicates))
     }
 
-    pub(super) fn set_duplicates(&self, merchant_id: MerchantId, times: u32) {
+    /// Sends each of the merchant's next `times` deliveries twice (0:
+    /// none), replacing the count still pending.
+    pub(crate) fn set_duplicates(&self, merchant_id: MerchantId, times: u32) {
         let mut armed = self.armed();
         let before = if times == 0 {
             armed.duplicates.remove(&merchant_id)

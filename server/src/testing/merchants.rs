@@ -46,7 +46,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use shipment_sdk::model::{CourierCompany, CourierId, MerchantId, WebhookId};
 
-use super::{Result, TEST_DRIVER, TestingError, controls};
+use super::controls::{TEST_DRIVER, controls};
+use super::{Result, TestingError};
 use crate::app::couriers::{self, Driver};
 use crate::app::{AppState, Error, api_keys, auth, webhooks};
 use crate::domain::FieldError;
@@ -397,9 +398,10 @@ pub(crate) async fn delete_test_merchant(
     for r in revoked {
         api_keys::forget_revoked(state, r);
     }
-    // The caches' own rules (`app/caches.rs`) hold while rows are only
-    // added; this deletion removes links and shipments, so this process
-    // drops what it remembered of them at once, after the commit.
+    // The caches' own rules (`cache/pricing.rs`, `cache/listed.rs`) hold
+    // while rows are only added; this deletion removes links and shipments,
+    // so this process drops what it remembered of them at once, after the
+    // commit.
     state.pricing.forget_merchant(id);
     state.listed.forget_merchant(id);
     let (faults, duplicate_deliveries) = controls.forget_merchant(id);
