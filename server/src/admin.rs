@@ -8,7 +8,7 @@ use shipment_sdk::model::{CourierId, DriverId, MerchantId};
 
 use crate::domain::fee::to_minor_units;
 use crate::domain::keys::Environment;
-use crate::domain::validation;
+use crate::domain::{password, validation};
 use crate::store::{Store, StoreError};
 
 /// The administrative subcommands.
@@ -114,17 +114,12 @@ pub enum AdminError {
     Fixtures(#[from] crate::app::fixtures::FixtureError),
 }
 
-/// Hashes a password with argon2id (off the async threads: it is slow on
-/// purpose).
+/// Hashes a password ([`password::hash`]) off the async threads: it is
+/// slow on purpose.
 pub async fn hash_password(password: String) -> Result<String, AdminError> {
-    use argon2::{PasswordHash, PasswordHasher};
     tokio::task::spawn_blocking(move || {
-        PasswordHasher::<PasswordHash>::hash_password(
-            &argon2::Argon2::default(),
-            password.as_bytes(),
-        )
-        .map(|h| h.to_string())
-        .map_err(|e| AdminError::Invalid(format!("cannot hash the password: {e}")))
+        password::hash(&password)
+            .map_err(|e| AdminError::Invalid(format!("cannot hash the password: {e}")))
     })
     .await
     .map_err(|e| AdminError::Invalid(format!("password hashing failed: {e}")))?
@@ -164,10 +159,11 @@ impl AdminCommand {
                 password,
             } => {
                 no_control_characters("name", &name)?;
-                if password.chars().count() < 8 {
-                    return Err(AdminError::Invalid(
-                        "--password must be at least 8 characters".into(),
-                    ));
+                if password.chars().count() < password::MIN_LEN {
+                    return Err(AdminError::Invalid(format!(
+                        "--password must be at least {} characters",
+                        password::MIN_LEN
+                    )));
                 }
                 no_control_characters("email", &email)?;
                 let email = crate::domain::email::normalize(&email);
