@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use shipment_sdk::keys::KeyEnvironment;
 use shipment_sdk::model::{ApiKeyId, ShipmentCode, Status, WebhookUrl, WebhookUrlError};
 
 use crate::output::Format;
@@ -77,7 +78,10 @@ pub struct GlobalArgs {
     pub color: ColorWhen,
 }
 
-/// `--environment`.
+/// `--environment`: the SDK's [`KeyEnvironment`] as a flag. A type of its
+/// own because clap's `ValueEnum` can only be derived here, and its
+/// variants' comments are the flag's help; it converts to and from the
+/// SDK's, which holds the names and what a key's prefix says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EnvironmentName {
     /// Test keys (sk_test_); the local reference server unless an address is
@@ -90,9 +94,24 @@ pub enum EnvironmentName {
 impl EnvironmentName {
     /// The lower-case name, as written in the configuration file.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EnvironmentName::Staging => "staging",
-            EnvironmentName::Production => "production",
+        KeyEnvironment::from(self).name()
+    }
+}
+
+impl From<EnvironmentName> for KeyEnvironment {
+    fn from(name: EnvironmentName) -> KeyEnvironment {
+        match name {
+            EnvironmentName::Staging => KeyEnvironment::Staging,
+            EnvironmentName::Production => KeyEnvironment::Production,
+        }
+    }
+}
+
+impl From<KeyEnvironment> for EnvironmentName {
+    fn from(environment: KeyEnvironment) -> EnvironmentName {
+        match environment {
+            KeyEnvironment::Staging => EnvironmentName::Staging,
+            KeyEnvironment::Production => EnvironmentName::Production,
         }
     }
 }
