@@ -11,6 +11,7 @@
 //! errors ([`error`]), the caches the state holds ([`caches`], [`key_cache`])
 //! and one file per resource's use-cases.
 
+pub(crate) mod accounts;
 pub(crate) mod api_keys;
 pub(crate) mod auth;
 pub(crate) mod caches;
