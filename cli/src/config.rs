@@ -238,13 +238,14 @@ pub fn check_profile_name(name: &str) -> Result<(), Failure> {
 
 /// Parses an environment name from the file or `config set`.
 pub fn parse_environment(s: &str) -> Result<EnvironmentName, Failure> {
-    match s {
-        "staging" => Ok(EnvironmentName::Staging),
-        "production" => Ok(EnvironmentName::Production),
-        other => Err(Failure::usage(format!(
-            "`{other}` is not an environment: staging or production"
-        ))),
-    }
+    s.parse::<shipment_sdk::keys::KeyEnvironment>()
+        .map(EnvironmentName::from)
+        .map_err(|unknown| {
+            Failure::usage(format!(
+                "`{}` is not an environment: staging or production",
+                unknown.0
+            ))
+        })
 }
 
 /// Where a setting in effect comes from.

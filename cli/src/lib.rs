@@ -93,7 +93,7 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
     let out: &mut dyn io::Write = &mut stdout;
     let result = match cli.command {
         // Offline commands need no configuration at all.
-        Command::Completions { shell } => commands::completions::exec(out, shell),
+        Command::Completions(args) => commands::completions::exec(out, args),
         Command::Webhooks(command) if commands::webhooks::is_offline(&command) => {
             commands::webhooks::exec_offline(out, command)
         }
@@ -115,7 +115,7 @@ pub async fn run(cli: Cli, sources: GlobalSources) -> Result<(), Failure> {
                 Command::Webhooks(c) => commands::webhooks::exec(&ctx, out, c).await,
                 Command::Listen(args) => commands::listen::exec(&ctx, out, args).await,
                 Command::Config(c) => commands::config::exec(&ctx, out, c),
-                Command::Completions { .. } | Command::Doctor(_) | Command::Replay(_) => {
+                Command::Completions(_) | Command::Doctor(_) | Command::Replay(_) => {
                     unreachable!("handled above")
                 }
             }

@@ -7,6 +7,7 @@ use reqwest::Url;
 
 use crate::builder::{Builder, ClientBuilder};
 use crate::error::{Error, Result};
+use crate::keys::{KeyEnvironment, KeyKind, KeyPrefix};
 use crate::resources::couriers::Couriers;
 use crate::resources::shipments::Shipments;
 use crate::transport::{Auth, Transport, normalize_base_url};
@@ -30,6 +31,11 @@ pub const STAGING_URL: &str = "http://127.0.0.1:8080/api/v1";
 ///
 /// `#[non_exhaustive]`: a `match` on it needs a `_` arm, so an environment
 /// added later is not a breaking change.
+///
+/// Two types, on purpose: this one is where a client sends its requests,
+/// so production carries the operator's address; [`KeyEnvironment`] is the
+/// environment by name alone (what a key's prefix and a server's
+/// `--environment` say), which [`Environment::key_environment`] gives.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Environment {
@@ -53,17 +59,19 @@ impl Environment {
 
     /// `"staging"` or `"production"`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Environment::Staging => "staging",
-            Environment::Production(_) => "production",
-        }
+        self.key_environment().name()
     }
 
     /// The prefix of this environment's merchant API keys.
     pub fn key_prefix(&self) -> &'static str {
+        KeyKind::Merchant.prefix(self.key_environment())
+    }
+
+    /// Which keys work here: the environment without its address.
+    pub fn key_environment(&self) -> KeyEnvironment {
         match self {
-            Environment::Staging => "sk_test_",
-            Environment::Production(_) => "sk_live_",
+            Environment::Staging => KeyEnvironment::Staging,
+            Environment::Production(_) => KeyEnvironment::Production,
         }
     }
 }
@@ -71,23 +79,27 @@ impl Environment {
 /// Refuses a key of the other environment (or not a merchant key at all)
 /// before anything is sent. The key never appears in the error.
 fn check_key(key: &str, environment: &Environment) -> Result<()> {
-    let (kind, belongs_to) = if key.starts_with("sk_test_") {
-        ("a test (sk_test_)", "Staging")
-    } else if key.starts_with("sk_live_") {
-        ("a live (sk_live_)", "Production(url)")
-    } else {
-        return Err(Error::Config(
-            "the API key is not a merchant API key: it must start with sk_test_ or sk_live_".into(),
-        ));
+    let prefix = match KeyPrefix::parse(key) {
+        Some((prefix, _)) if prefix.kind == KeyKind::Merchant => prefix,
+        _ => {
+            return Err(Error::Config(
+                "the API key is not a merchant API key: it must start with sk_test_ or sk_live_"
+                    .into(),
+            ));
+        }
     };
-    if !key.starts_with(environment.key_prefix()) {
+    if prefix.environment != environment.key_environment() {
+        let (key_kind, expected) = match prefix.environment {
+            KeyEnvironment::Staging => ("a test (sk_test_)", "Staging"),
+            KeyEnvironment::Production => ("a live (sk_live_)", "Production(url)"),
+        };
         return Err(Error::WrongEnvironment {
-            key_kind: kind,
+            key_kind,
             environment: environment.name(),
-            expected: belongs_to,
+            expected,
         });
     }
-    if key.len() == environment.key_prefix().len() || !key.bytes().all(|b| b.is_ascii_graphic()) {
+    if key.len() == prefix.as_str().len() || !key.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::Config(
             "the API key is malformed: a prefix followed by letters and digits".into(),
         ));

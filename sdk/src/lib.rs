@@ -190,6 +190,7 @@
 //!   OpenAPI document).
 #![warn(missing_docs)]
 
+pub mod keys;
 pub mod model;
 
 /// The README's Rust examples, compiled (not run) with the doc tests.

@@ -6,9 +6,10 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use shipment_sdk::model::{CourierId, DriverId, MerchantId};
 
-use crate::domain::fee::to_minor_units;
+use crate::app::{self, AppState, accounts};
 use crate::domain::keys::Environment;
-use crate::domain::validation;
+use crate::domain::password;
+use crate::domain::sealed::DataKey;
 use crate::store::{Store, StoreError};
 
 /// The administrative subcommands.
@@ -109,151 +110,68 @@ pub enum AdminError {
     /// The database refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A use-case failed for a reason of the server's, not the arguments'.
+    #[error(transparent)]
+    Failed(app::Error),
     /// A fixtures file was not applied.
     #[error(transparent)]
     Fixtures(#[from] crate::testing::fixtures::FixtureError),
 }
 
-/// Hashes a password with argon2id (off the async threads: it is slow on
-/// purpose).
+impl From<app::Error> for AdminError {
+    /// The operator's wording of a use-case's refusal: a field is the flag
+    /// that gave it (`name` is `--name`, `base_fee` is `--base-fee`), and
+    /// an id nothing has is said as the use-case says it.
+    fn from(e: app::Error) -> AdminError {
+        match e {
+            app::Error::Field(f) => {
+                let flag = format!("--{}", f.field.replace('_', "-"));
+                AdminError::Invalid(f.detail.replacen(&format!("`{}`", f.field), &flag, 1))
+            }
+            app::Error::NotFound(said) => AdminError::Invalid(said),
+            e => AdminError::Failed(e),
+        }
+    }
+}
+
+/// Hashes a password (`domain::password::hash`) off the async threads: it is
+/// slow on purpose.
 pub async fn hash_password(password: String) -> Result<String, AdminError> {
-    use argon2::{PasswordHash, PasswordHasher};
     tokio::task::spawn_blocking(move || {
-        PasswordHasher::<PasswordHash>::hash_password(
-            &argon2::Argon2::default(),
-            password.as_bytes(),
-        )
-        .map(|h| h.to_string())
-        .map_err(|e| AdminError::Invalid(format!("cannot hash the password: {e}")))
+        password::hash(&password)
+            .map_err(|e| AdminError::Invalid(format!("cannot hash the password: {e}")))
     })
     .await
     .map_err(|e| AdminError::Invalid(format!("password hashing failed: {e}")))?
 }
 
-/// Refuses an argument that the server would store with a control
-/// character in it, as the API refuses one in a request
-/// ([`validation::no_control_characters`]).
-fn no_control_characters(flag: &str, value: &str) -> Result<(), AdminError> {
-    match validation::control_character(value) {
-        None => Ok(()),
-        Some(found) => Err(AdminError::Invalid(format!(
-            "--{flag} must not contain {}: {found}",
-            validation::CONTROL_CHARACTERS
-        ))),
-    }
-}
-
-fn money(name: &str, amount: Decimal) -> Result<i64, AdminError> {
-    if amount.is_sign_negative() {
-        return Err(AdminError::Invalid(format!(
-            "--{name} must not be negative"
-        )));
-    }
-    to_minor_units(amount).ok_or_else(|| {
-        AdminError::Invalid(format!("--{name} must have at most two decimal places"))
-    })
+/// The state the commands' use-cases run with: this server's store and
+/// environment, as a server started with these flags would have.
+fn state(
+    store: &Store,
+    env: Environment,
+    data_key: DataKey,
+    allow_private_webhook_targets: bool,
+) -> AppState {
+    AppState::new(app::Shared::new(
+        store.clone(),
+        env,
+        std::time::Duration::from_secs(30),
+        data_key,
+        allow_private_webhook_targets,
+        std::sync::Arc::default(),
+    ))
 }
 
 impl AdminCommand {
-    /// Runs the command and returns what it prints as JSON.
+    /// Runs the command and returns what it prints as JSON. Each command is
+    /// a use-case of `app` (`app::accounts`, the fixtures), so its
+    /// arguments meet the rules the API's inputs meet.
     pub async fn run(self, store: &Store, env: Environment) -> Result<Value, AdminError> {
-        match self {
-            AdminCommand::CreateMerchant {
-                name,
-                email,
-                password,
-            } => {
-                no_control_characters("name", &name)?;
-                if password.chars().count() < 8 {
-                    return Err(AdminError::Invalid(
-                        "--password must be at least 8 characters".into(),
-                    ));
-                }
-                no_control_characters("email", &email)?;
-                let email = crate::domain::email::normalize(&email);
-                if !email.contains('@') {
-                    return Err(AdminError::Invalid(
-                        "--email must be an e-mail address".into(),
-                    ));
-                }
-                let hash = hash_password(password).await?;
-                let id =
-                    store
-                        .create_merchant(&name, &email, &hash)
-                        .await
-                        .map_err(|e| match e {
-                            StoreError::EmailTaken => AdminError::Invalid(format!(
-                                "a merchant with e-mail {email} exists"
-                            )),
-                            e => e.into(),
-                        })?;
-                Ok(json!({ "merchant_id": id }))
-            }
-            AdminCommand::CreateApiKey { merchant_id, name } => {
-                no_control_characters("name", &name)?;
-                if !store.merchant_exists(merchant_id).await? {
-                    return Err(AdminError::Invalid(format!(
-                        "no merchant has id {merchant_id}"
-                    )));
-                }
-                let key = store.create_api_key(merchant_id, &name, env).await?;
-                Ok(json!({ "id": key.id, "key": key.key.expose() }))
-            }
-            AdminCommand::CreateCourier {
-                name,
-                base_fee,
-                per_kg,
-                per_km,
-            } => {
-                no_control_characters("name", &name)?;
-                let id = store
-                    .create_courier(
-                        &name,
-                        money("base-fee", base_fee)?,
-                        money("per-kg", per_kg)?,
-                        money("per-km", per_km)?,
-                    )
-                    .await?;
-                Ok(json!({ "courier_company_id": id }))
-            }
-            AdminCommand::LinkCourier {
-                merchant_id,
-                courier_id,
-            } => {
-                if !store.merchant_exists(merchant_id).await? {
-                    return Err(AdminError::Invalid(format!(
-                        "no merchant has id {merchant_id}"
-                    )));
-                }
-                if !store.courier_exists(courier_id).await? {
-                    return Err(AdminError::Invalid(format!(
-                        "no courier company has id {courier_id}"
-                    )));
-                }
-                store.link_courier(merchant_id, courier_id).await?;
-                Ok(
-                    json!({ "merchant_id": merchant_id, "courier_company_id": courier_id, "linked": true }),
-                )
-            }
-            AdminCommand::CreateCourierKey { courier_id } => {
-                if !store.courier_exists(courier_id).await? {
-                    return Err(AdminError::Invalid(format!(
-                        "no courier company has id {courier_id}"
-                    )));
-                }
-                let key = store.create_courier_key(courier_id, env).await?;
-                Ok(json!({ "id": key.id.get(), "key": key.key.expose() }))
-            }
-            AdminCommand::CreateDriver { courier_id, name } => {
-                no_control_characters("name", &name)?;
-                if !store.courier_exists(courier_id).await? {
-                    return Err(AdminError::Invalid(format!(
-                        "no courier company has id {courier_id}"
-                    )));
-                }
-                let driver = store.create_driver(courier_id, &name).await?;
-                Ok(json!({ "driver_id": driver.id }))
-            }
+        // Only the fixtures seal signing keys; the other commands seal
+        // nothing, so a data key of their own is as good as the servers'.
+        let accounts_state = || state(store, env, DataKey::generate(), false);
+        Ok(match self {
             AdminCommand::ApplyFixtures {
                 file,
                 allow_private_webhook_targets,
@@ -262,18 +180,55 @@ impl AdminCommand {
                 let data_key = data_key
                     .load()
                     .map_err(|e| AdminError::Invalid(e.to_string()))?;
-                let state = crate::app::AppState::new(crate::app::Shared::new(
-                    store.clone(),
-                    env,
-                    std::time::Duration::from_secs(30),
-                    data_key,
-                    allow_private_webhook_targets,
-                    std::sync::Arc::default(),
-                ));
+                let state = state(store, env, data_key, allow_private_webhook_targets);
                 let created = crate::testing::fixtures::apply_file(&state, &file).await?;
-                Ok(json!({ "applied": file.display().to_string(), "created": created }))
+                json!({ "applied": file.display().to_string(), "created": created })
             }
-        }
+            AdminCommand::CreateMerchant {
+                name,
+                email,
+                password,
+            } => {
+                let id =
+                    accounts::create_merchant(&accounts_state(), &name, &email, password).await?;
+                json!({ "merchant_id": id })
+            }
+            AdminCommand::CreateApiKey { merchant_id, name } => {
+                let (key, secret) =
+                    accounts::create_api_key(&accounts_state(), merchant_id, &name).await?;
+                json!({ "id": key.id, "key": secret.expose() })
+            }
+            AdminCommand::CreateCourier {
+                name,
+                base_fee,
+                per_kg,
+                per_km,
+            } => {
+                let fees = accounts::Fees {
+                    base_fee,
+                    per_kg,
+                    per_km,
+                };
+                let id = accounts::create_courier(&accounts_state(), &name, fees).await?;
+                json!({ "courier_company_id": id })
+            }
+            AdminCommand::LinkCourier {
+                merchant_id,
+                courier_id,
+            } => {
+                accounts::link_courier(&accounts_state(), merchant_id, courier_id).await?;
+                json!({ "merchant_id": merchant_id, "courier_company_id": courier_id, "linked": true })
+            }
+            AdminCommand::CreateCourierKey { courier_id } => {
+                let (id, secret) =
+                    accounts::create_courier_key(&accounts_state(), courier_id).await?;
+                json!({ "id": id.get(), "key": secret.expose() })
+            }
+            AdminCommand::CreateDriver { courier_id, name } => {
+                let driver = accounts::create_driver(&accounts_state(), courier_id, &name).await?;
+                json!({ "driver_id": driver.id })
+            }
+        })
     }
 }
 

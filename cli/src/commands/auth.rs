@@ -3,13 +3,25 @@
 
 use std::io::{self, Write};
 
+use clap::Args;
 use serde::Serialize;
 
-use crate::cli::LoginArgs;
 use crate::config::{self, Session};
 use crate::error::{AUTH, Failure, Surface};
 use crate::output::{self, Cell, Format};
 use crate::{Ctx, note, stdin_is_terminal};
+
+/// `shipctl login`.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The dashboard e-mail [default: the profile's `email`; asked for on a
+    /// terminal].
+    #[arg(long, env = "SHIPCTL_EMAIL")]
+    pub email: Option<String>,
+    /// Read the password from stdin (for scripts) instead of asking.
+    #[arg(long)]
+    pub password_stdin: bool,
+}
 
 /// Signs in and saves the session token for the active profile.
 pub async fn login(ctx: &Ctx, args: LoginArgs) -> Result<(), Failure> {

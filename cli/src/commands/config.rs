@@ -2,13 +2,52 @@
 
 use std::io::Write;
 
+use clap::{Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::Ctx;
-use crate::cli::{ConfigCommand, ConfigKey};
 use crate::config::{self, ConfigFile, Profile, check_profile_name, mask, parse_environment};
 use crate::error::Failure;
 use crate::output::{self, Cell, Format};
+
+/// `shipctl config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Show the file's location, every profile (keys masked), and the
+    /// settings in effect with where each comes from.
+    Show,
+    /// Set a setting of a profile (the active one unless --profile). Without
+    /// a value, `api-key` is read from stdin or asked for without echo.
+    Set {
+        /// The setting.
+        key: ConfigKey,
+        /// Its value.
+        value: Option<String>,
+    },
+    /// Remove a setting from a profile.
+    Unset {
+        /// The setting.
+        key: ConfigKey,
+    },
+    /// Make a profile the default one.
+    Use {
+        /// The profile name.
+        profile: String,
+    },
+}
+
+/// The settings a profile holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfigKey {
+    /// The API base address (with /api/v1).
+    BaseUrl,
+    /// The merchant API key.
+    ApiKey,
+    /// staging or production.
+    Environment,
+    /// The dashboard e-mail for `shipctl login`.
+    Email,
+}
 
 /// Runs a `config` command.
 pub fn exec(ctx: &Ctx, out: &mut dyn Write, command: ConfigCommand) -> Result<(), Failure> {

@@ -2,10 +2,18 @@
 
 use std::io::Write;
 
+use clap::Subcommand;
+
 use crate::Ctx;
-use crate::cli::CouriersCommand;
 use crate::error::{Failure, Surface};
 use crate::output;
+
+/// `shipctl couriers ...`.
+#[derive(Debug, Subcommand)]
+pub enum CouriersCommand {
+    /// List the linked courier companies and their prices.
+    List,
+}
 
 /// Runs a `couriers` command.
 pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: CouriersCommand) -> Result<(), Failure> {

@@ -36,16 +36,34 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 use chrono::Utc;
+use clap::Args;
 use reqwest::Url;
 use serde::Serialize;
 use shipment_sdk::model::{Delivery, Webhook};
 use shipment_sdk::{Client, DashboardClient, Listener};
 
-use crate::cli::{DoctorArgs, EnvironmentName, GlobalArgs};
+use crate::cli::{EnvironmentName, GlobalArgs};
 use crate::config::{self, ConfigFile, GlobalSources, Paths, Session, Settings, Source};
 use crate::error::{FAILURE, Failure, Surface};
 use crate::output::{self, Format};
 use crate::{Ctx, USER_AGENT};
+
+/// `shipctl doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Fail when the profile has no dashboard session, instead of showing
+    /// the checks that need one as not checked.
+    #[arg(long)]
+    pub require_session: bool,
+}
+
+/// The exit codes of `shipctl doctor`.
+pub(crate) const DOCTOR_EXIT_CODES: &str = "\
+Exit codes:
+  0  success: every check that could be made passed (without a session, those
+     that need one are not checked, unless --require-session)
+  1  at least one check failed
+  2  usage: a wrong flag";
 
 /// How many of a webhook's latest deliveries the webhook check looks at.
 pub const RECENT: u32 = 20;

@@ -2,11 +2,40 @@
 
 use std::io::Write;
 
-use crate::cli::KeysCommand;
+use clap::Subcommand;
+use shipment_sdk::model::ApiKeyId;
+
 use crate::config::Profile;
 use crate::error::{FAILURE, Failure, Surface};
 use crate::output::{self, Cell, Format};
 use crate::{Ctx, note};
+
+/// `shipctl keys ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create an API key. The key is shown once: store it at once.
+    Create {
+        /// A name to recognise the key by.
+        #[arg(long)]
+        name: Option<String>,
+        /// Also store the new key in the active profile (`api_key`).
+        #[arg(long)]
+        save: bool,
+    },
+    /// List the API keys (their prefix and last four characters only).
+    List,
+    /// Delete an API key: requests with it fail at once.
+    Delete {
+        /// The key's id (see `shipctl keys list`).
+        id: ApiKeyId,
+    },
+    /// Check whether a key string is a valid key of this account (exit 0) or
+    /// not (exit 1).
+    Verify {
+        /// The key; without it, read from stdin (keeps it out of history).
+        key: Option<String>,
+    },
+}
 
 fn fail(e: shipment_sdk::Error) -> Failure {
     Failure::sdk(e, Surface::Keys)

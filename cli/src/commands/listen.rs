@@ -17,15 +17,139 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use shipment_sdk::model::{ShipmentCode, SigningKey};
 use shipment_sdk::{Listener, ListenerStream};
 
 use super::local_app::{Forwarded, local_client, local_url, post, shipment_status, write_line};
 use super::recording::{Filter, Recorder};
-use crate::cli::ListenArgs;
+use super::values::{parse_count, parse_duration, parse_max_wait, parse_status};
 use crate::error::{FAILURE, Failure, Surface, UNAVAILABLE};
 use crate::output::{self, Format};
 use crate::{Ctx, note};
+
+/// `shipctl listen`.
+#[derive(Debug, Args)]
+#[command(after_help = LISTEN_EXIT_CODES, after_long_help = LISTEN_HELP)]
+// `--max-wait` bounds a wait, so it needs something to wait for.
+#[command(group(clap::ArgGroup::new("waiting").args(["until_status", "count"]).multiple(true)))]
+pub struct ListenArgs {
+    /// Where to POST each delivery, e.g. http://localhost:3000/webhooks
+    /// (http or https); without it, each change is only printed.
+    #[arg(long, value_name = "URL")]
+    pub forward_to: Option<String>,
+    /// Accept any certificate from the local app (a self-signed one).
+    #[arg(long)]
+    pub skip_verify: bool,
+    /// Longest the local app may take to answer a delivery.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Forward and print only changes to this status (repeatable: any of
+    /// them).
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Vec<String>,
+    /// Forward and print only changes of this shipment (repeatable: any of
+    /// them).
+    #[arg(long, value_name = "CODE")]
+    pub code: Vec<ShipmentCode>,
+    /// End with exit 0 once a change (that --status and --code let through)
+    /// brings this status: with --code, that shipment's; without, any
+    /// shipment's. Repeatable: any of them.
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub until_status: Vec<String>,
+    /// End with exit 0 once this many changes (that --status and --code let
+    /// through) were forwarded or printed.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub count: Option<u64>,
+    /// End with exit 1 if --until-status or --count is not met within this
+    /// time from the start (e.g. 90s, 2m; at most 24h).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = parse_max_wait,
+        requires = "waiting"
+    )]
+    pub max_wait: Option<Duration>,
+    /// Write this file (the process id and a line end) once the stream is
+    /// connected, so a script can start once `listen` is ready; a file
+    /// left from before is removed at the start.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+    /// Append every received delivery (before --status and --code) to this
+    /// file, one JSON object per line: what `shipctl replay` sends again.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Print the listener signing key (made now if you have none) and exit.
+    #[arg(long, conflicts_with_all = [
+        "forward_to", "rotate_secret", "status", "code", "until_status", "count", "max_wait",
+        "ready_file", "record",
+    ])]
+    pub print_secret: bool,
+    /// Replace the listener signing key and print the new one (connected
+    /// listeners are disconnected); with --forward-to (or another listening
+    /// flag), then listen.
+    #[arg(long)]
+    pub rotate_secret: bool,
+}
+
+impl ListenArgs {
+    /// Whether a condition ends the command: --until-status or --count.
+    pub fn waits(&self) -> bool {
+        !self.until_status.is_empty() || self.count.is_some()
+    }
+
+    /// Whether a flag other than --rotate-secret asks to listen.
+    pub fn listens(&self) -> bool {
+        self.forward_to.is_some()
+            || self.waits()
+            || !self.status.is_empty()
+            || !self.code.is_empty()
+            || self.ready_file.is_some()
+            || self.record.is_some()
+    }
+}
+
+/// The exit codes of `shipctl listen` (a macro, so the long help can
+/// include them with `concat!`).
+macro_rules! listen_exit_codes {
+    () => {
+        "\
+Exit codes:
+  0  success: --until-status or --count met, stopped with Ctrl-C, or the key
+     printed or replaced
+  1  --max-wait ran out before --until-status or --count was met; or the
+     --ready-file or --record file could not be written
+  2  usage: a wrong flag, address, status, code or file
+  3  the API key or the session was refused
+  4  the service has no listener stream (an older server)
+  6  the service is unavailable: with --print-secret or --rotate-secret; with
+     --until-status or --count, at the first connection or still when
+     --max-wait runs out (otherwise listening waits and reconnects)"
+    };
+}
+
+/// The exit codes of `shipctl listen`, for `-h`.
+const LISTEN_EXIT_CODES: &str = listen_exit_codes!();
+
+/// The long help of `shipctl listen`, for `--help`.
+const LISTEN_HELP: &str = concat!(
+    "\
+Each change is POSTed to the URL exactly as a webhook delivery: the same body
+bytes, Content-Type: application/json, X-Service-Signature (signed with your
+listener signing key, which stays the same across runs) and
+X-Service-Delivery-Id. One line per delivery on stdout (-o ndjson or json: one
+object per line). A local app that is down or answers 400 or more is shown,
+not fatal. The stream reconnects by itself, resuming after the last change
+received; Ctrl-C ends it.
+
+For scripts: --ready-file PATH appears once the stream is connected;
+--until-status delivered --code SHP-... --max-wait 2m ends with 0 once that
+shipment is delivered, 1 if not within 2 minutes. --record FILE keeps every
+delivery for `shipctl replay FILE --forward-to URL`.
+
+",
+    listen_exit_codes!()
+);
 
 /// First pause before reconnecting; doubled after each attempt that did
 /// not give a healthy stream.

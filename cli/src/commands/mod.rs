@@ -1,5 +1,5 @@
-//! One file per resource: each turns its parsed command into SDK calls and
-//! output.
+//! One file per resource: each holds its command's arguments (clap) and
+//! turns them, once parsed, into SDK calls and output.
 
 pub mod auth;
 pub mod completions;
@@ -12,6 +12,7 @@ pub mod local_app;
 pub mod recording;
 pub mod replay;
 pub mod shipments;
+mod values;
 pub mod webhooks;
 
 use std::io::{self, IsTerminal as _, Read as _};

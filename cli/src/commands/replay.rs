@@ -9,16 +9,52 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use clap::Args;
+use shipment_sdk::model::ShipmentCode;
 use shipment_sdk::resources::listen::MAX_EVENT_BYTES;
 
-use crate::cli::ReplayArgs;
-use crate::commands::local_app;
-use crate::commands::recording::{Filter, Recorded};
+use super::local_app;
+use super::recording::{Filter, Recorded};
+use super::values::{parse_duration, parse_status};
 use crate::error::{FAILURE, Failure};
 use crate::note;
 use crate::output::Format;
+
+/// `shipctl replay`.
+#[derive(Debug, Args)]
+#[command(after_help = REPLAY_EXIT_CODES)]
+pub struct ReplayArgs {
+    /// The file `shipctl listen --record FILE` wrote (one JSON object per
+    /// line, each at most 1 MiB), or a pipe such as /dev/stdin.
+    pub file: PathBuf,
+    /// Where to POST each delivery, e.g. http://localhost:3000/webhooks.
+    #[arg(long, value_name = "URL")]
+    pub forward_to: String,
+    /// Only the deliveries of this shipment (repeatable: any of them).
+    #[arg(long, value_name = "CODE")]
+    pub code: Vec<ShipmentCode>,
+    /// Only the deliveries that bring this status (repeatable: any of them).
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Vec<String>,
+    /// Accept any certificate from the local app (a self-signed one).
+    #[arg(long)]
+    pub skip_verify: bool,
+    /// Longest the local app may take to answer a delivery.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// The exit codes of `shipctl replay`.
+const REPLAY_EXIT_CODES: &str = "\
+Exit codes:
+  0  success: every delivery sent was answered below 400 (or none matched)
+  1  at least one was not: a status of 400 or more, no answer, no connection
+  2  usage: a wrong flag or address, a file that cannot be read or has a line
+     that is not a recorded delivery or is longer than 1 MiB (from a file,
+     nothing is sent then; from a pipe, what came before it was sent)";
 
 /// The longest line `replay` reads, line ending aside: what `listen`
 /// reads of one event ([`MAX_EVENT_BYTES`], 1 MiB), so a file is read a

@@ -76,7 +76,7 @@ fn shown_name(name: &str) -> Option<String> {
             && part
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            && !["sk_", "ck_", "whsec_"].iter().any(|p| part.starts_with(p))
+            && !shipment_sdk::keys::looks_like_secret(part)
     };
     (!name.is_empty() && name.split('.').all(safe)).then(|| name.to_owned())
 }

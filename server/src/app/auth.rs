@@ -3,15 +3,13 @@
 //! throttle, the password check, and the session a token opens. The JSON
 //! API (Bearer) and the pages (cookie) share all of the sessions' part.
 
-use std::sync::OnceLock;
-
-use argon2::{Argon2, PasswordHash, PasswordVerifier};
 use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 
 use super::{AppState, Error, Result};
 use crate::domain::ids::{CourierKeyId, SessionId};
 use crate::domain::keys::KeyKind;
+use crate::domain::password::{self, MAX_CREDENTIAL_LEN};
 use crate::domain::{FieldError, email, keys};
 use crate::store::now;
 
@@ -123,8 +121,6 @@ pub(crate) const SESSION_TTL: Duration = Duration::hours(12);
 pub(crate) const MAX_LOGIN_FAILURES: i64 = 5;
 /// The window over which sign-in attempts are counted, from the first.
 pub(crate) const LOGIN_WINDOW: Duration = Duration::minutes(15);
-/// Longest e-mail or password looked at (argon2 of a huge password is a DoS).
-pub(crate) const MAX_CREDENTIAL_LEN: usize = 256;
 
 /// A signed-in dashboard session: a Bearer token or the dashboard's cookie.
 #[derive(Debug, Clone, Copy)]
@@ -181,9 +177,10 @@ pub(crate) async fn sign_in(
     let account = state.store.login(&email).await?;
     // An unknown e-mail costs the same argon2 run as a known one, so timing
     // does not tell which addresses have accounts.
-    let hash = account
-        .as_ref()
-        .map_or_else(|| dummy_hash().to_owned(), |a| a.password_hash.clone());
+    let hash = account.as_ref().map_or_else(
+        || password::dummy_hash().to_owned(),
+        |a| a.password_hash.clone(),
+    );
     let matches = check_password(state, hash, password.to_owned()).await?;
     match account {
         Some(account) if matches => {
@@ -201,7 +198,8 @@ pub(crate) async fn sign_in(
     }
 }
 
-/// Runs argon2 off the async threads, at most one per core at a time.
+/// Verifies a password ([`password::verify`]) off the async threads, at
+/// most one per core at a time.
 pub(crate) async fn check_password(
     state: &AppState,
     hash: String,
@@ -212,50 +210,25 @@ pub(crate) async fn check_password(
         .acquire()
         .await
         .map_err(|e| Error::Internal(e.to_string()))?;
-    tokio::task::spawn_blocking(move || {
-        PasswordHash::new(&hash)
-            .map(|parsed| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &parsed)
-                    .is_ok()
-            })
-            .unwrap_or(false)
-    })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))
+    tokio::task::spawn_blocking(move || password::verify(&hash, &password))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))
 }
 
-/// Hashes a new password with argon2id as sign-in checks it (off the async
-/// threads, with the same limit as [`check_password`]).
+/// Hashes a new password ([`password::hash`], as sign-in checks it) off the
+/// async threads, with the same limit as [`check_password`].
 pub(crate) async fn hash_password(state: &AppState, password: String) -> Result<String> {
-    use argon2::PasswordHasher;
     let _permit = state
         .password_checks
         .acquire()
         .await
         .map_err(|e| Error::Internal(e.to_string()))?;
     tokio::task::spawn_blocking(move || {
-        PasswordHasher::<PasswordHash>::hash_password(&Argon2::default(), password.as_bytes())
-            .map(|h| h.to_string())
+        password::hash(&password)
             .map_err(|e| Error::Internal(format!("cannot hash a password: {e}")))
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))?
-}
-
-/// A valid argon2id hash of a random password, for unknown e-mails.
-fn dummy_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        use argon2::PasswordHasher;
-        let password = keys::random_token("");
-        PasswordHasher::<PasswordHash>::hash_password(
-            &Argon2::default(),
-            password.expose().as_bytes(),
-        )
-        .map(|h| h.to_string())
-        .unwrap_or_default()
-    })
 }
 
 /// The live session a token opens, if any: the one lookup behind the

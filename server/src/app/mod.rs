@@ -15,6 +15,7 @@
 //! [`crate::test_controls`]. The test surface, which calls these use-cases
 //! and is none of the service's, lives above, in [`crate::testing`].
 
+pub(crate) mod accounts;
 pub(crate) mod api_keys;
 pub(crate) mod auth;
 pub(crate) mod couriers;

@@ -18,9 +18,6 @@ use crate::store::outbox::{BulkRedelivery, Redelivery, RedeliveryBudget};
 use crate::store::webhooks::{DeliveryRecord, WebhookInfo};
 use crate::webhooks::guard;
 
-/// Prefix of signing keys.
-pub(crate) const SIGNING_KEY_PREFIX: &str = "whsec_";
-
 fn view(w: WebhookInfo) -> Webhook {
     Webhook::new(WebhookId::new(w.id), w.url, w.active, w.created_at)
 }
@@ -48,7 +45,7 @@ fn delivery(d: DeliveryRecord) -> Result<Delivery> {
 /// data key for storing: every kind of signing key (webhooks', the shipment
 /// key, the listener key) is made this way.
 pub(crate) fn new_signing_key(state: &AppState) -> (keys::Secret, String) {
-    let key = keys::random_token(SIGNING_KEY_PREFIX);
+    let key = keys::random_token(keys::SIGNING_KEY_PREFIX);
     let sealed = state.data_key.seal(key.expose());
     (key, sealed)
 }

@@ -41,10 +41,6 @@ pub use check::parse;
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
 /// Longest courier, driver or merchant name (as the courier routes take).
 pub const MAX_NAME: usize = 500;
-/// Shortest password (as `admin create-merchant` takes it).
-pub const MIN_PASSWORD: usize = 8;
-/// Longest e-mail or password (as sign-in looks at it).
-pub const MAX_CREDENTIAL: usize = 256;
 /// Fees of a courier that does not name them, as `admin create-courier`:
 /// 5.00 + 1.00 per kg + 0.10 per km, in minor units.
 pub const DEFAULT_FEES: [i64; 3] = [500, 100, 10];

@@ -7,63 +7,11 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 /// Random characters after the prefix (32 × log2(62) ≈ 190 bits).
 pub(crate) const SECRET_LEN: usize = 32;
 
-/// Which deployment a server is, and so which keys it takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Environment {
-    /// Keys `sk_test_…` / `ck_test_…`.
-    Staging,
-    /// Keys `sk_live_…` / `ck_live_…`.
-    Production,
-}
-
-impl Environment {
-    fn tag(self) -> &'static str {
-        match self {
-            Environment::Staging => "test",
-            Environment::Production => "live",
-        }
-    }
-}
-
-/// A name that is neither `staging` nor `production`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown environment {0:?}: use staging or production")]
-pub struct UnknownEnvironment(pub String);
-
-impl std::str::FromStr for Environment {
-    type Err = UnknownEnvironment;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "staging" => Ok(Environment::Staging),
-            "production" => Ok(Environment::Production),
-            other => Err(UnknownEnvironment(other.to_owned())),
-        }
-    }
-}
-
-/// Who a key belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KeyKind {
-    /// A merchant's API key, `sk_`.
-    Merchant,
-    /// A courier company's key, `ck_`.
-    Courier,
-}
-
-impl KeyKind {
-    fn letter(self) -> &'static str {
-        match self {
-            KeyKind::Merchant => "sk",
-            KeyKind::Courier => "ck",
-        }
-    }
-
-    /// The prefix of this kind of key in `env`, e.g. `sk_test_`.
-    pub fn prefix(self, env: Environment) -> String {
-        format!("{}_{}_", self.letter(), env.tag())
-    }
-}
+/// Which deployment a server is, and so which keys it takes; and whose a
+/// key is. The SDK's, so the server, the SDK and `shipctl` read a key's
+/// prefix with one parser ([`KeyPrefix::parse`]).
+pub use shipment_sdk::keys::{KeyEnvironment as Environment, KeyKind};
+pub(crate) use shipment_sdk::keys::{KeyPrefix, SIGNING_KEY_PREFIX, UnknownEnvironment};
 
 pub(crate) use shipment_sdk::model::Secret;
 
@@ -78,43 +26,26 @@ pub fn random_token(prefix: &str) -> Secret {
 
 /// A new key of `kind` for `env`.
 pub fn generate(kind: KeyKind, env: Environment) -> Secret {
-    random_token(&kind.prefix(env))
+    random_token(kind.prefix(env))
 }
 
-/// What a presented key string claims to be, if it is well formed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KeyShape {
-    /// Merchant or courier.
-    pub kind: KeyKind,
-    /// The environment named by its prefix.
-    pub environment: Environment,
+/// What a presented key string claims to be, if it is well formed: its
+/// prefix ([`KeyPrefix::parse`]) followed by [`SECRET_LEN`] base62
+/// characters, as the server makes them.
+pub(crate) fn shape(key: &str) -> Option<KeyPrefix> {
+    let (prefix, secret) = KeyPrefix::parse(key)?;
+    is_secret(secret).then_some(prefix)
 }
 
-/// Checks the shape of a key string: `sk_`/`ck_`, `test_`/`live_`, 32 base62.
-pub(crate) fn shape(key: &str) -> Option<KeyShape> {
-    let (kind, rest) = if let Some(rest) = key.strip_prefix("sk_") {
-        (KeyKind::Merchant, rest)
-    } else {
-        (KeyKind::Courier, key.strip_prefix("ck_")?)
-    };
-    let (environment, secret) = if let Some(s) = rest.strip_prefix("test_") {
-        (Environment::Staging, s)
-    } else {
-        (Environment::Production, rest.strip_prefix("live_")?)
-    };
-    let ok = secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric());
-    ok.then_some(KeyShape { kind, environment })
+/// Whether `secret` is what follows a prefix in the keys the server makes.
+fn is_secret(secret: &str) -> bool {
+    secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric())
 }
-
-/// Prefix of webhook signing keys (`whsec_` and [`SECRET_LEN`] base62).
-pub(crate) const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 /// Whether `key` has the shape of a webhook signing key: `whsec_` followed
 /// by [`SECRET_LEN`] base62 characters, as the server makes them.
 pub(crate) fn is_signing_key(key: &str) -> bool {
-    key.strip_prefix(SIGNING_KEY_PREFIX).is_some_and(|secret| {
-        secret.len() == SECRET_LEN && secret.bytes().all(|b| b.is_ascii_alphanumeric())
-    })
+    key.strip_prefix(SIGNING_KEY_PREFIX).is_some_and(is_secret)
 }
 
 /// Hex SHA-256 of a high-entropy secret: what is stored instead of it.
@@ -138,7 +69,7 @@ mod tests {
         assert_eq!(key.expose().len(), 8 + 32);
         assert_eq!(
             shape(key.expose()),
-            Some(KeyShape {
+            Some(KeyPrefix {
                 kind: KeyKind::Merchant,
                 environment: Environment::Staging
             })

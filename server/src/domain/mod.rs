@@ -13,6 +13,7 @@ pub(crate) mod keys;
 pub(crate) mod lifecycle;
 pub(crate) mod list_query;
 pub(crate) mod net;
+pub(crate) mod password;
 pub(crate) mod sealed;
 pub(crate) mod validation;
 

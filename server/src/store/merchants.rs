@@ -3,6 +3,7 @@
 //! courier companies of their own, counted against their limits, and
 //! deleted with everything made for them (`DELETE /testing/merchants/{id}`).
 
+use chrono::{DateTime, Utc};
 use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 
 use super::couriers::DriverRow;
@@ -11,8 +12,13 @@ use super::{Store, StoreError, Tx, now};
 use crate::domain::ids::{CourierKeyId, SessionId};
 use crate::domain::keys::{self, Environment, KeyKind, Secret};
 
-const CREATE_MERCHANT: &str = "INSERT INTO merchants (name, email, password_hash, created_at) \
-                               VALUES ($1, $2, $3, $4) RETURNING id";
+/// The one insert of a merchant, whoever makes it: `test_made_by` names
+/// the merchant whose key made it through `POST /testing/merchants`, which
+/// is what makes it deletable through the test route and what the limits
+/// count; it is NULL for the others (fixtures, `admin`, the demo).
+const CREATE_MERCHANT: &str = "INSERT INTO merchants \
+                               (name, email, password_hash, created_at, test_made_by) \
+                               VALUES ($1, $2, $3, $4, $5) RETURNING id";
 
 /// A merchant's account as declared fixtures compare it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -36,22 +42,18 @@ pub(crate) struct Login {
 
 impl Store {
     /// Adds a merchant, its e-mail normalised (`domain::email`);
-    /// [`StoreError::EmailTaken`] if the e-mail is taken.
+    /// [`StoreError::EmailTaken`] if the e-mail is taken. In a transaction
+    /// of its own, as [`Tx::create_merchant`] makes it.
     pub async fn create_merchant(
         &self,
         name: &str,
         email: &str,
         password_hash: &str,
     ) -> Result<MerchantId, StoreError> {
-        let id = self
-            .query(CREATE_MERCHANT)
-            .bind(name)
-            .bind(crate::domain::email::normalize(email))
-            .bind(password_hash)
-            .bind(now())
-            .scalar()
-            .await?;
-        Ok(MerchantId::new(id))
+        let mut tx = self.begin().await?;
+        let id = tx.create_merchant(name, email, password_hash).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// Whether a merchant with this id exists.
@@ -79,31 +81,41 @@ impl Tx {
         Ok(self.query(sql).bind(email).fetch_optional().await?)
     }
 
-    /// Adds a merchant, as [`Store::create_merchant`] does.
+    /// Adds a merchant that no merchant's key made (fixtures, `admin`, the
+    /// demo), its e-mail normalised (`domain::email`);
+    /// [`StoreError::EmailTaken`] if the e-mail is taken.
     pub async fn create_merchant(
         &mut self,
         name: &str,
         email: &str,
         password_hash: &str,
     ) -> Result<MerchantId, StoreError> {
+        self.insert_merchant(name, email, password_hash, None, now())
+            .await
+    }
+
+    /// The one path by which a merchant's row is written ([`CREATE_MERCHANT`]).
+    async fn insert_merchant(
+        &mut self,
+        name: &str,
+        email: &str,
+        password_hash: &str,
+        made_by: Option<MerchantId>,
+        at: DateTime<Utc>,
+    ) -> Result<MerchantId, StoreError> {
         let id = self
             .query(CREATE_MERCHANT)
             .bind(name)
             .bind(crate::domain::email::normalize(email))
             .bind(password_hash)
-            .bind(now())
+            .bind(at)
+            .bind(made_by.map(MerchantId::get))
             .scalar()
             .await?;
         Ok(MerchantId::new(id))
     }
 }
 
-/// A test merchant's row: `test_made_by` names the merchant whose key made
-/// it, which is what makes it deletable through the test route and what
-/// the limits count.
-const CREATE_TEST_MERCHANT: &str = "INSERT INTO merchants \
-                                    (name, email, password_hash, created_at, test_made_by) \
-                                    VALUES ($1, $2, $3, $4, $5) RETURNING id";
 /// A company of the test merchant's own, priced like `$3`, which must be
 /// linked to the creator `$2`: no row (so no copy) for a company the
 /// creator is not linked to, whether it exists or not.
@@ -201,16 +213,15 @@ impl Store {
             return Ok(TestMerchantCreation::TotalAtLimit(spec.limits.total));
         }
         let at = now();
-        let merchant_id = MerchantId::new(
-            tx.query(CREATE_TEST_MERCHANT)
-                .bind(spec.name)
-                .bind(crate::domain::email::normalize(spec.email))
-                .bind(spec.password_hash)
-                .bind(at)
-                .bind(spec.made_by.get())
-                .scalar()
-                .await?,
-        );
+        let merchant_id = tx
+            .insert_merchant(
+                spec.name,
+                spec.email,
+                spec.password_hash,
+                Some(spec.made_by),
+                at,
+            )
+            .await?;
         let mut first = None;
         for &named in spec.couriers {
             let copy: Option<i64> = tx
@@ -285,47 +296,57 @@ struct Made {
     test_made_by: Option<i64>,
 }
 
-/// The rows a merchant's deletion removed, per kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RemovedRows {
-    /// Its shipments.
+/// What a test merchant's deletion removed: the rows, per kind, that
+/// [`Store::delete_test_merchant`] counts, and the in-memory state the
+/// use-case drops after it (left 0 here). One type from the deleting
+/// transaction to the answer of `DELETE /testing/merchants/{id}`, so a kind
+/// of row counted here is a field of the answer, never lost between two
+/// copies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[schema(description = "The rows a deletion removed, per kind, and the in-memory state dropped.")]
+pub struct RemovedCounts {
+    /// Shipments.
     pub shipments: u64,
     /// Their pending confirmation codes.
     pub confirmation_codes: u64,
-    /// Its outbox rows (one per change of its shipments, and redeliveries).
+    /// Outbox rows (changes and redeliveries), delivered or not.
     pub outbox_rows: u64,
-    /// Its delivery log rows.
+    /// Delivery log rows.
     pub deliveries: u64,
-    /// Its webhooks.
+    /// Webhooks.
     pub webhooks: u64,
-    /// Its shipment and listener signing keys.
+    /// Shipment and listener signing keys.
     pub signing_keys: u64,
-    /// Its API keys.
+    /// API keys (refused from now on).
     pub api_keys: u64,
-    /// Its dashboard sessions.
+    /// Dashboard sessions (signed out).
     pub sessions: u64,
-    /// Its links to courier companies.
+    /// Links to courier companies.
     pub courier_links: u64,
-    /// The courier companies made for it.
+    /// Its own courier companies.
     pub courier_companies: u64,
-    /// Their courier keys.
+    /// Their courier keys (refused from now on).
     pub courier_keys: u64,
     /// Their drivers.
     pub drivers: u64,
-    /// Its stored answers to creates with an `Idempotency-Key`.
+    /// Stored answers to creates with an `Idempotency-Key`.
     pub idempotency_keys: u64,
     /// Its sign-in throttle row.
     pub login_attempts: u64,
+    /// Faults still armed in the process that was asked.
+    pub faults: u64,
+    /// Duplicate deliveries still pending in the process that was asked.
+    pub duplicate_deliveries: u64,
 }
 
-/// What [`Store::delete_merchant`] did.
+/// What [`Store::delete_test_merchant`] did.
 #[derive(Debug)]
 pub enum MerchantDeletion {
     /// The merchant and everything it owned are gone; its credentials are
     /// to be forgotten where they are remembered.
     Deleted {
         /// The rows removed, per kind.
-        removed: RemovedRows,
+        removed: RemovedCounts,
         /// Its API keys and sessions (announced to the other processes on
         /// PostgreSQL in the same transaction).
         revoked: Vec<Revoked>,
@@ -372,7 +393,7 @@ impl Store {
         if in_flight > 0 {
             return Ok(MerchantDeletion::InFlight(in_flight));
         }
-        let mut removed = RemovedRows {
+        let mut removed = RemovedCounts {
             deliveries: tx
                 .query("DELETE FROM webhook_deliveries WHERE merchant_id = $1")
                 .bind(m)
@@ -391,7 +412,7 @@ impl Store {
                 .bind(m)
                 .execute()
                 .await?,
-            ..RemovedRows::default()
+            ..RemovedCounts::default()
         };
         tx.query("DELETE FROM shipment_counts_by_courier WHERE merchant_id = $1")
             .bind(m)

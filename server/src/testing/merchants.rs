@@ -53,7 +53,7 @@ use crate::app::{AppState, Error, api_keys, auth, webhooks};
 use crate::domain::FieldError;
 use crate::domain::keys;
 use crate::store::merchants::{
-    MerchantDeletion, RemovedRows, TestMerchantCreation, TestMerchantLimits, TestMerchantSpec,
+    MerchantDeletion, RemovedCounts, TestMerchantCreation, TestMerchantLimits, TestMerchantSpec,
 };
 
 /// Longest merchant name accepted, in characters.
@@ -156,43 +156,6 @@ pub(crate) struct TestMerchant {
     pub driver: Option<Driver>,
     /// One per URL of the body, in its order.
     pub webhooks: Vec<TestWebhook>,
-}
-
-/// The rows a deletion removed, per kind, and the in-memory state dropped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub(crate) struct RemovedCounts {
-    /// Shipments.
-    pub shipments: u64,
-    /// Their pending confirmation codes.
-    pub confirmation_codes: u64,
-    /// Outbox rows (changes and redeliveries), delivered or not.
-    pub outbox_rows: u64,
-    /// Delivery log rows.
-    pub deliveries: u64,
-    /// Webhooks.
-    pub webhooks: u64,
-    /// Shipment and listener signing keys.
-    pub signing_keys: u64,
-    /// API keys (refused from now on).
-    pub api_keys: u64,
-    /// Dashboard sessions (signed out).
-    pub sessions: u64,
-    /// Links to courier companies.
-    pub courier_links: u64,
-    /// Its own courier companies.
-    pub courier_companies: u64,
-    /// Their courier keys (refused from now on).
-    pub courier_keys: u64,
-    /// Their drivers.
-    pub drivers: u64,
-    /// Stored answers to creates with an `Idempotency-Key`.
-    pub idempotency_keys: u64,
-    /// Its sign-in throttle row.
-    pub login_attempts: u64,
-    /// Faults still armed in the process that was asked.
-    pub faults: u64,
-    /// Duplicate deliveries still pending in the process that was asked.
-    pub duplicate_deliveries: u64,
 }
 
 /// The answer to `DELETE /testing/merchants/{id}`.
@@ -377,7 +340,7 @@ pub(crate) async fn delete_test_merchant(
         return Err(Error::NotFound(NOT_YOURS.into()).into());
     }
     let started = Instant::now();
-    let (rows, revoked) = loop {
+    let (mut removed, revoked) = loop {
         match state
             .store
             .delete_test_merchant(id)
@@ -404,30 +367,9 @@ pub(crate) async fn delete_test_merchant(
     // commit.
     state.pricing.forget_merchant(id);
     state.listed.forget_merchant(id);
-    let (faults, duplicate_deliveries) = controls.forget_merchant(id);
+    (removed.faults, removed.duplicate_deliveries) = controls.forget_merchant(id);
     Ok(DeletedMerchant {
         merchant_id: id,
-        removed: counts(rows, faults, duplicate_deliveries),
+        removed,
     })
-}
-
-fn counts(r: RemovedRows, faults: u64, duplicate_deliveries: u64) -> RemovedCounts {
-    RemovedCounts {
-        shipments: r.shipments,
-        confirmation_codes: r.confirmation_codes,
-        outbox_rows: r.outbox_rows,
-        deliveries: r.deliveries,
-        webhooks: r.webhooks,
-        signing_keys: r.signing_keys,
-        api_keys: r.api_keys,
-        sessions: r.sessions,
-        courier_links: r.courier_links,
-        courier_companies: r.courier_companies,
-        courier_keys: r.courier_keys,
-        drivers: r.drivers,
-        idempotency_keys: r.idempotency_keys,
-        login_attempts: r.login_attempts,
-        faults,
-        duplicate_deliveries,
-    }
 }

@@ -2,6 +2,7 @@
 //! session, and each webhook's recent deliveries.
 
 use super::*;
+use shipment_sdk::keys::{KeyEnvironment, KeyKind, KeyPrefix};
 
 /// The API key: present, of the environment in effect, accepted. Returns
 /// the client when it was accepted.
@@ -38,10 +39,15 @@ pub(super) async fn api_key(
     };
     // The key's own environment, by its prefix, when it is not the one in
     // effect.
-    let belongs_to = if key.value.starts_with("sk_live_") {
-        EnvironmentName::Production
-    } else {
-        EnvironmentName::Staging
+    let belongs_to = match KeyPrefix::parse(&key.value) {
+        Some((
+            KeyPrefix {
+                kind: KeyKind::Merchant,
+                environment: KeyEnvironment::Production,
+            },
+            _,
+        )) => EnvironmentName::Production,
+        _ => EnvironmentName::Staging,
     };
     let switch = || {
         let mut fix = change(

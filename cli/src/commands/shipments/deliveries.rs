@@ -9,7 +9,7 @@ use futures_util::TryStreamExt as _;
 use serde::{Serialize, Serializer};
 use shipment_sdk::model::{Delivery, ShipmentCode};
 
-use crate::cli::DeliveriesArgs;
+use crate::commands::shipments::DeliveriesArgs;
 use crate::error::{Failure, Surface};
 use crate::output::{self, Cell, Format, Streamed, Tabular};
 use crate::{Ctx, note};

@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use shipment_sdk::Client;
 
-use crate::cli::{ImportArgs, ImportFormat};
+use crate::commands::shipments::{ImportArgs, ImportFormat};
 use crate::error::{AUTH, FAILURE, Failure, Surface, UNAVAILABLE};
 use crate::{Ctx, note, output};
 

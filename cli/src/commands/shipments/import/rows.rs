@@ -9,7 +9,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use shipment_sdk::model::{CourierId, CreateShipment, IdempotencyKey, WebhookUrl};
 
-use crate::cli::ImportFormat;
+use crate::commands::shipments::ImportFormat;
 use crate::error::{FAILURE, Failure};
 
 /// The prefix of a derived idempotency key; the rest is 64 hex digits.
