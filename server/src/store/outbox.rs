@@ -33,8 +33,8 @@
 
 mod budget;
 mod claim;
-mod enqueue;
-mod finished;
+pub(in crate::store) mod enqueue;
+pub(in crate::store) mod finished;
 mod redelivery;
 
 pub use budget::RedeliveryBudget;

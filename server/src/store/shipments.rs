@@ -16,7 +16,7 @@ use std::sync::{Arc, LazyLock};
 use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
-use super::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use super::engine::{AtCommit, AtCommitRows, MAX_GROUP, Queue, Sql, multi_row};
 use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
 use crate::domain::actor::Actor;
@@ -274,8 +274,10 @@ pub(crate) struct NewRow {
 /// the profile).
 impl AtCommit for NewRow {
     type Made = Shipment;
-    /// First: writing a shipment queues its outbox row and its count.
-    const RANK: u8 = 0;
+
+    fn queue(rows: &mut AtCommitRows) -> &mut Queue<NewRow> {
+        &mut rows.shipments
+    }
 
     /// Inserts `rows` (at most a group's) in one statement, each with a new
     /// code, and gives back their shipments in the order of `rows`, each
@@ -499,8 +501,10 @@ const COUNT_SHARDS: i32 = 8;
 /// never wait on each other's counters.
 impl AtCommit for Count {
     type Made = ();
-    /// Last: creates and changes queue counts.
-    const RANK: u8 = 4;
+
+    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Count> {
+        &mut rows.counts
+    }
 
     async fn write(tx: &mut Tx, rows: Vec<Count>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();

@@ -1,14 +1,15 @@
 //! A write transaction, and the rows it writes when it commits
-//! ([`AtCommit`]).
+//! ([`AtCommit`], [`AtCommitRows`]).
 
-use std::any::{Any, TypeId};
 use std::future::Future;
 
-use futures_util::future::BoxFuture;
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::backend::Backend;
 use crate::store::error::StoreError;
+use crate::store::outbox::enqueue::Enqueued;
+use crate::store::outbox::finished::{Finished, Logged};
+use crate::store::shipments::{Count, NewRow};
 
 /// An open write transaction.
 ///
@@ -18,9 +19,8 @@ use crate::store::error::StoreError;
 /// them.
 pub struct Tx {
     pub(super) conn: TxConn,
-    /// Rows waiting for the commit, one queue per kind (a handful: found
-    /// by a linear search).
-    at_commit: Vec<Box<dyn Waiting>>,
+    /// Rows waiting for the commit.
+    at_commit: AtCommitRows,
 }
 
 pub(super) enum TxConn {
@@ -37,25 +37,21 @@ pub(super) enum TxConn {
 /// the rows of all of them costs one hand-off to SQLite's worker thread
 /// or one PostgreSQL round trip instead of one each.
 ///
-/// The row type itself names the kind: `tx.at_commit(row)` queues it.
+/// The row type itself names the kind: `tx.at_commit(row)` queues it in
+/// the kind's own queue of [`AtCommitRows`], whose `write_all` says in
+/// which order the kinds are written.
 pub(crate) trait AtCommit: Sized + Send + 'static {
     /// What writing one row gives back, for a write that waits for it
     /// ([`Store::write_at_commit`](crate::store::Store::write_at_commit));
     /// `()` for rows nobody waits for.
     type Made: Send + 'static;
 
-    /// When this kind is written among the others of one commit, lowest
-    /// first. A kind whose writing queues rows of another (a new shipment
-    /// queues its outbox row and its count) ranks below that kind, so each
-    /// kind is written once per commit. Today: new shipments 0
-    /// (`shipments::NewRow`), outbox rows 1 (`outbox::enqueue::Enqueued`),
-    /// finished outbox rows 2, which queue their delivery log rows 3
-    /// (`outbox::finished`), counts 4 (`shipments::Count`).
-    const RANK: u8;
+    /// This kind's queue among a transaction's.
+    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Self>;
 
-    /// Writes `rows`, in the order they were queued, and gives back one
-    /// [`AtCommit::Made`] per row, in the same order. It may queue rows of
-    /// kinds of a higher rank on `tx`.
+    /// Writes `rows` (never none), in the order they were queued, and
+    /// gives back one [`AtCommit::Made`] per row, in the same order. It may
+    /// queue rows of the kinds that [`AtCommitRows`] writes after it.
     fn write(
         tx: &mut Tx,
         rows: Vec<Self>,
@@ -64,7 +60,7 @@ pub(crate) trait AtCommit: Sized + Send + 'static {
 
 /// The rows of one kind queued in a transaction, and once written what
 /// each made.
-struct Queue<R: AtCommit> {
+pub(crate) struct Queue<R: AtCommit> {
     rows: Vec<R>,
     /// Rows queued so far, written or not: the place of the next.
     queued: usize,
@@ -72,72 +68,69 @@ struct Queue<R: AtCommit> {
     made: Vec<Option<R::Made>>,
 }
 
-/// A [`Queue`] of some kind.
-trait Waiting: Any + Send {
-    fn kind(&self) -> TypeId;
-    fn rank(&self) -> u8;
-    fn has_rows(&self) -> bool;
-    /// Writes the queue's rows in the transaction that holds it.
-    fn writer(&self) -> WriteQueued;
-}
-
-type WriteQueued = for<'a> fn(&'a mut Tx) -> BoxFuture<'a, Result<(), StoreError>>;
-
-impl<R: AtCommit> Waiting for Queue<R> {
-    fn kind(&self) -> TypeId {
-        TypeId::of::<R>()
-    }
-
-    fn rank(&self) -> u8 {
-        R::RANK
-    }
-
-    fn has_rows(&self) -> bool {
-        !self.rows.is_empty()
-    }
-
-    fn writer(&self) -> WriteQueued {
-        write_queued::<R>
-    }
-}
-
-/// Writes the rows of kind `R` queued in `tx`, keeping what they made.
-fn write_queued<R: AtCommit>(tx: &mut Tx) -> BoxFuture<'_, Result<(), StoreError>> {
-    Box::pin(async move {
-        let rows = std::mem::take(&mut queue::<R>(&mut tx.at_commit).rows);
-        let made = R::write(tx, rows).await?;
-        queue::<R>(&mut tx.at_commit)
-            .made
-            .extend(made.into_iter().map(Some));
-        Ok(())
-    })
-}
-
-/// The queue of kind `R` among `queues`, made if there is none.
-fn queue<R: AtCommit>(queues: &mut Vec<Box<dyn Waiting>>) -> &mut Queue<R> {
-    let at = match queues.iter().position(|q| q.kind() == TypeId::of::<R>()) {
-        Some(at) => at,
-        None => {
-            queues.push(Box::new(Queue::<R> {
-                rows: Vec::new(),
-                queued: 0,
-                made: Vec::new(),
-            }));
-            queues.len() - 1
+impl<R: AtCommit> Default for Queue<R> {
+    fn default() -> Self {
+        Queue {
+            rows: Vec::new(),
+            queued: 0,
+            made: Vec::new(),
         }
-    };
-    let any: &mut dyn Any = &mut *queues[at];
-    any.downcast_mut().expect("a queue is found by its kind")
+    }
+}
+
+/// The rows a transaction writes at its commit: one queue per kind, in
+/// the order [`AtCommitRows::write_all`] writes them. A kind whose writing
+/// queues rows of another comes before it, so each kind is written once
+/// per commit, in one call.
+#[derive(Default)]
+pub(crate) struct AtCommitRows {
+    /// New shipments; writing them queues their outbox rows and counts.
+    pub(in crate::store) shipments: Queue<NewRow>,
+    /// Outbox rows, of new shipments and of changes.
+    pub(in crate::store) outbox: Queue<Enqueued>,
+    /// The dispatcher's finished outbox rows; writing them queues their
+    /// delivery log rows.
+    pub(in crate::store) finished: Queue<Finished>,
+    /// Delivery log rows.
+    pub(in crate::store) delivery_log: Queue<Logged>,
+    /// Changes to the kept counts, of creates and changes: last, so every
+    /// count of the transaction is summed into one statement per counter.
+    pub(in crate::store) counts: Queue<Count>,
+}
+
+impl AtCommitRows {
+    /// Writes every queued row, kind after kind: the order of a commit.
+    async fn write_all(tx: &mut Tx) -> Result<(), StoreError> {
+        write_queued::<NewRow>(tx).await?;
+        write_queued::<Enqueued>(tx).await?;
+        write_queued::<Finished>(tx).await?;
+        write_queued::<Logged>(tx).await?;
+        write_queued::<Count>(tx).await
+    }
+}
+
+/// Writes the rows of kind `R` queued in `tx`, if any, keeping what they
+/// made.
+async fn write_queued<R: AtCommit>(tx: &mut Tx) -> Result<(), StoreError> {
+    let rows = std::mem::take(&mut R::queue(&mut tx.at_commit).rows);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let made = R::write(tx, rows).await?;
+    R::queue(&mut tx.at_commit)
+        .made
+        .extend(made.into_iter().map(Some));
+    Ok(())
 }
 
 /// What the rows written at a commit made, for the writes that wait for
 /// them ([`Tx::commit_made`]).
-pub(in crate::store) struct Made(Vec<Box<dyn Waiting>>);
+pub(in crate::store) struct Made(AtCommitRows);
 
 impl Made {
     /// What the row of kind `R` queued at `place` made, once.
     pub(super) fn take<R: AtCommit>(&mut self, place: usize) -> Option<R::Made> {
-        queue::<R>(&mut self.0).made.get_mut(place)?.take()
+        R::queue(&mut self.0).made.get_mut(place)?.take()
     }
 }
 
@@ -145,7 +138,7 @@ impl Tx {
     pub(super) fn new(conn: TxConn) -> Tx {
         Tx {
             conn,
-            at_commit: Vec::new(),
+            at_commit: AtCommitRows::default(),
         }
     }
 
@@ -166,7 +159,7 @@ impl Tx {
     /// [`Tx::at_commit`], giving the row's place among the rows of its kind
     /// (for [`Made::take`]).
     pub(super) fn queue_at_commit<R: AtCommit>(&mut self, row: R) -> usize {
-        let queue = queue::<R>(&mut self.at_commit);
+        let queue = R::queue(&mut self.at_commit);
         queue.rows.push(row);
         queue.queued += 1;
         queue.queued - 1
@@ -195,14 +188,7 @@ impl Tx {
 
     /// [`Tx::commit`], keeping what the rows written at the commit made.
     pub(super) async fn commit_made(mut self) -> Result<Made, StoreError> {
-        loop {
-            let next = (self.at_commit.iter())
-                .filter(|q| q.has_rows())
-                .min_by_key(|q| q.rank())
-                .map(|q| q.writer());
-            let Some(write) = next else { break };
-            write(&mut self).await?;
-        }
+        AtCommitRows::write_all(&mut self).await?;
         match self.conn {
             TxConn::Sqlite(t) => t.commit().await?,
             TxConn::Postgres(t) => t.commit().await?,

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use shipment_sdk::model::Shipment;
 
-use crate::store::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use crate::store::engine::{AtCommit, AtCommitRows, MAX_GROUP, Queue, Sql, multi_row};
 use crate::store::{StoreError, Tx, now};
 
 /// Queues the outbox row for a change, written when the change's
@@ -39,7 +39,7 @@ pub(crate) fn enqueue(
 
 /// The outbox row of a change, waiting for its transaction's commit.
 #[derive(Debug)]
-pub(crate) struct Enqueued {
+pub(in crate::store) struct Enqueued {
     shipment_id: i64,
     merchant_id: i64,
     shipment_code: String,
@@ -66,8 +66,10 @@ static INSERT_ENQUEUED: LazyLock<Vec<Sql>> = LazyLock::new(|| {
 /// round trip.
 impl AtCommit for Enqueued {
     type Made = ();
-    /// After the new shipments, which enqueue theirs.
-    const RANK: u8 = 1;
+
+    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Enqueued> {
+        &mut rows.outbox
+    }
 
     async fn write(tx: &mut Tx, rows: Vec<Enqueued>) -> Result<Vec<()>, StoreError> {
         let at = now();
