@@ -161,13 +161,15 @@ impl Store {
     /// beyond the merchant's `budget` ([`Redelivery::OverBudget`]). Checked
     /// and written in one transaction under the merchant's lock, so
     /// requests at once, in one process or several, cannot both pass. The
-    /// caller wakes the dispatcher.
+    /// caller wakes the dispatcher. `trace_parent` is the trace of the
+    /// request, which the redelivery continues.
     pub async fn redeliver(
         &self,
         merchant_id: MerchantId,
         webhook_id: WebhookId,
         delivery_id: DeliveryId,
         budget: RedeliveryBudget,
+        trace_parent: Option<&str>,
     ) -> Result<Redelivery, StoreError> {
         let mut tx = self.begin().await?;
         tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
@@ -204,7 +206,7 @@ impl Store {
             .bind(webhook_id.get())
             .bind(merchant_id.get())
             .bind(at)
-            .bind(crate::telemetry::current_traceparent())
+            .bind(trace_parent)
             .scalar()
             .await?;
         tx.commit().await?;
@@ -226,7 +228,8 @@ impl Store {
     /// The selection is one statement on either engine, and the rows are
     /// written in one transaction; on PostgreSQL an advisory lock per
     /// merchant keeps two calls at once from queuing a change twice or
-    /// both spending the same room in the budget.
+    /// both spending the same room in the budget. `trace_parent` is the
+    /// trace of the request, which the redeliveries continue.
     pub async fn redeliver_failures(
         &self,
         merchant_id: MerchantId,
@@ -235,6 +238,7 @@ impl Store {
         until: DateTime<Utc>,
         limit: u32,
         budget: RedeliveryBudget,
+        trace_parent: Option<&str>,
     ) -> Result<BulkRedelivery, StoreError> {
         let mut tx = self.begin().await?;
         tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
@@ -253,7 +257,7 @@ impl Store {
                 .bind(until)
                 .bind(at)
                 .bind(i64::from(allowed))
-                .bind(crate::telemetry::current_traceparent())
+                .bind(trace_parent)
                 .scalars()
                 .await?
         };

@@ -186,6 +186,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
             Utc::now(),
             limit,
             budget,
+            None,
         )
     };
     // Cut by the limit of one call, not by the budget: no wait to tell.
@@ -210,6 +211,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
         Utc::now(),
         10,
         budget,
+        None,
     );
     assert_eq!(theirs.await.unwrap(), queued(0, false));
 
