@@ -47,11 +47,17 @@ pub(crate) async fn create_shipment(
     request: CreateShipment,
     idempotency_key: Option<&IdempotencyKey>,
 ) -> Result<CreateOutcome> {
-    // The digest of the parsed request, so formatting and key order do not
-    // make "the same body" look different.
-    let request_digest = hex::encode(Sha256::digest(
-        serde_json::to_vec(&request).map_err(|e| Error::Internal(e.to_string()))?,
-    ));
+    // With a key, the digest of the parsed request, so formatting and key
+    // order do not make "the same body" look different; without one, no
+    // body is compared, and none is written out to be hashed.
+    let idempotency = match idempotency_key {
+        Some(key) => {
+            let request =
+                serde_json::to_vec(&request).map_err(|e| Error::Internal(e.to_string()))?;
+            Some((key.as_str(), hex::encode(Sha256::digest(request))))
+        }
+        None => None,
+    };
     let new = NewShipment::parse(request)?;
     if let Some(url) = &new.webhook_url {
         super::webhooks::check_target(state, "webhook_url", url).await?;
@@ -89,7 +95,7 @@ pub(crate) async fn create_shipment(
     let fee_minor = fee::to_minor_units(fee).ok_or_else(|| {
         FieldError::invalid("weight_kg", "the fee for this shipment is too large")
     })?;
-    let idempotency = idempotency_key.map(|k| (k.as_str(), request_digest.as_str()));
+    let idempotency = idempotency.as_ref().map(|(k, d)| (*k, d.as_str()));
     let trace = crate::telemetry::current_traceparent();
     let created = state
         .store
