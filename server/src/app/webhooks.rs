@@ -306,8 +306,7 @@ pub(crate) async fn redeliver_failures(
         .redeliver_failures(
             merchant_id,
             id,
-            since,
-            until,
+            since..=until,
             MAX_REDELIVERIES_PER_CALL,
             budget,
             crate::telemetry::current_traceparent().as_deref(),

@@ -3,6 +3,8 @@
 //! against the redeliveries still waiting and the merchant's budget under
 //! the merchant's lock.
 
+use std::ops::RangeInclusive;
+
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{DeliveryId, MerchantId, WebhookId};
 
@@ -214,7 +216,7 @@ impl Store {
     }
 
     /// Queues one redelivery per change whose delivery to webhook
-    /// `webhook_id` (of merchant `merchant_id`) failed in `[since, until]`
+    /// `webhook_id` (of merchant `merchant_id`) failed within `failed`
     /// and was not delivered successfully to it afterwards, however many of
     /// its attempts failed, naming the latest failed one; oldest change
     /// first, at most `limit`, and at most what the merchant's `budget`
@@ -234,12 +236,12 @@ impl Store {
         &self,
         merchant_id: MerchantId,
         webhook_id: WebhookId,
-        since: DateTime<Utc>,
-        until: DateTime<Utc>,
+        failed: RangeInclusive<DateTime<Utc>>,
         limit: u32,
         budget: RedeliveryBudget,
         trace_parent: Option<&str>,
     ) -> Result<BulkRedelivery, StoreError> {
+        let (since, until) = failed.into_inner();
         let mut tx = self.begin().await?;
         tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
             .await?;

@@ -182,8 +182,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
         store.redeliver_failures(
             MerchantId::new(f.merchant_id),
             WebhookId::new(hook),
-            since,
-            Utc::now(),
+            since..=Utc::now(),
             limit,
             budget,
             None,
@@ -207,8 +206,7 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     let theirs = store.redeliver_failures(
         MerchantId::new(stranger.merchant_id),
         WebhookId::new(hook),
-        since,
-        Utc::now(),
+        since..=Utc::now(),
         10,
         budget,
         None,
