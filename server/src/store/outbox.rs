@@ -33,8 +33,8 @@
 
 mod budget;
 mod claim;
-pub(in crate::store) mod enqueue;
-pub(in crate::store) mod finished;
+mod enqueue;
+mod finished;
 mod redelivery;
 
 pub use budget::RedeliveryBudget;

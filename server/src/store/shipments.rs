@@ -17,7 +17,7 @@ use std::sync::{Arc, LazyLock};
 use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
-use super::engine::{AtCommit, AtCommitRows, MAX_GROUP, Queue, Sql, multi_row};
+use super::engine::{AtCommit, Kind, MAX_GROUP, Sql, multi_row};
 use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
 use crate::domain::actor::Actor;
@@ -300,9 +300,7 @@ pub(crate) struct NewRow {
 impl AtCommit for NewRow {
     type Made = Shipment;
 
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<NewRow> {
-        &mut rows.shipments
-    }
+    const KIND: Kind = Kind::NewShipments;
 
     /// Inserts `rows` (at most a group's) in one statement, each with a new
     /// code, and gives back their shipments in the order of `rows`, each
@@ -526,9 +524,7 @@ const COUNT_SHARDS: i32 = 8;
 impl AtCommit for Count {
     type Made = ();
 
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Count> {
-        &mut rows.counts
-    }
+    const KIND: Kind = Kind::Counts;
 
     async fn write(tx: &mut Tx, rows: Vec<Count>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();

@@ -29,10 +29,10 @@
 //!   meanwhile, up to a bound: the group commit's committers and the
 //!   batched reads' readers. Nothing waits on purpose to gather a batch.
 //! - [`AtCommit`]: rows that many writes of a group make alike are
-//!   written at the commit, each kind in one call, in the order of the
-//!   fields of [`AtCommitRows`]: new shipments (which queue their outbox
-//!   rows and counts), outbox rows, finished outbox rows (which queue their
-//!   delivery log rows), delivery log rows, counts.
+//!   written at the commit, each kind in one call, in the order of
+//!   [`Kind`]: new shipments (which queue their outbox rows and counts),
+//!   outbox rows, finished outbox rows (which queue their delivery log
+//!   rows), delivery log rows, counts.
 //! - [`reads`]: reads by key (shipments by code) in batches.
 //! - [`query`]: one statement text for both engines, anonymous parameters
 //!   for SQLite, padded `IN` lists, statements planned afresh where a cached
@@ -62,4 +62,4 @@ pub(crate) use group_commit::{ATTEMPTS, MAX_GROUP};
 pub(crate) use query::{PaddedIn, Sql, multi_row};
 pub(crate) use reads::{ReadMany, Reads};
 pub(crate) use tx::Tx;
-pub(crate) use tx::{AtCommit, AtCommitRows, Queue};
+pub(crate) use tx::{AtCommit, Kind};

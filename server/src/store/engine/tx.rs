@@ -1,15 +1,14 @@
 //! A write transaction, and the rows it writes when it commits
-//! ([`AtCommit`], [`AtCommitRows`]).
+//! ([`AtCommit`], in the order of [`Kind`]).
 
+use std::any::Any;
 use std::future::Future;
 
+use futures_util::future::BoxFuture;
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::backend::Backend;
 use crate::store::error::StoreError;
-use crate::store::outbox::enqueue::Enqueued;
-use crate::store::outbox::finished::{Finished, Logged};
-use crate::store::shipments::{Count, NewRow};
 
 /// An open write transaction.
 ///
@@ -19,8 +18,49 @@ use crate::store::shipments::{Count, NewRow};
 /// them.
 pub struct Tx {
     pub(super) conn: TxConn,
-    /// Rows waiting for the commit.
-    at_commit: AtCommitRows,
+    /// Rows waiting for the commit: the queue of each [`Kind`], at its
+    /// place in the order.
+    at_commit: Queues,
+}
+
+/// One queue per [`Kind`], indexed by it.
+type Queues = [Option<Box<dyn Waiting>>; Kind::ALL.len()];
+
+/// The kinds of rows written at commit, in the order a commit writes them:
+/// the one place that says it. A kind whose writing queues rows of another
+/// comes before that kind, so one pass writes each kind once, in one call.
+///
+/// The row types live with their statements in the store's resource files,
+/// which use the engine; the engine names only their kinds, so it never
+/// depends on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// New shipments (`shipments::NewRow`); writing them queues their
+    /// outbox rows and counts.
+    NewShipments,
+    /// Outbox rows of new shipments and of updates
+    /// (`outbox::enqueue::Enqueued`), in the order they were queued.
+    Outbox,
+    /// The dispatcher's finished outbox rows (`outbox::finished`); writing
+    /// them queues their delivery log rows.
+    Finished,
+    /// Delivery log rows (`outbox::finished`).
+    DeliveryLog,
+    /// Changes to the kept counts (`shipments::Count`), of creates and
+    /// updates: last, so all of a transaction's are summed into one
+    /// statement per counter.
+    Counts,
+}
+
+impl Kind {
+    /// Every kind, in the order of a commit.
+    const ALL: [Kind; 5] = [
+        Kind::NewShipments,
+        Kind::Outbox,
+        Kind::Finished,
+        Kind::DeliveryLog,
+        Kind::Counts,
+    ];
 }
 
 pub(super) enum TxConn {
@@ -38,20 +78,20 @@ pub(super) enum TxConn {
 /// or one PostgreSQL round trip instead of one each.
 ///
 /// The row type itself names the kind: `tx.at_commit(row)` queues it in
-/// the kind's own queue of [`AtCommitRows`], whose `write_all` says in
-/// which order the kinds are written.
+/// the queue of its [`AtCommit::KIND`].
 pub(crate) trait AtCommit: Sized + Send + 'static {
     /// What writing one row gives back, for a write that waits for it
     /// ([`Store::write_at_commit`](crate::store::Store::write_at_commit));
     /// `()` for rows nobody waits for.
     type Made: Send + 'static;
 
-    /// This kind's queue among a transaction's.
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Self>;
+    /// Which kind this is, and so when it is written among the others of
+    /// one commit (see [`Kind`]). Each row type has a kind of its own.
+    const KIND: Kind;
 
     /// Writes `rows` (never none), in the order they were queued, and
     /// gives back one [`AtCommit::Made`] per row, in the same order. It may
-    /// queue rows of the kinds that [`AtCommitRows`] writes after it.
+    /// queue rows of the kinds that [`Kind`] puts after its own on `tx`.
     fn write(
         tx: &mut Tx,
         rows: Vec<Self>,
@@ -60,7 +100,7 @@ pub(crate) trait AtCommit: Sized + Send + 'static {
 
 /// The rows of one kind queued in a transaction, and once written what
 /// each made.
-pub(crate) struct Queue<R: AtCommit> {
+struct Queue<R: AtCommit> {
     rows: Vec<R>,
     /// Rows queued so far, written or not: the place of the next.
     queued: usize,
@@ -68,69 +108,59 @@ pub(crate) struct Queue<R: AtCommit> {
     made: Vec<Option<R::Made>>,
 }
 
-impl<R: AtCommit> Default for Queue<R> {
-    fn default() -> Self {
-        Queue {
+/// A [`Queue`] of some kind.
+trait Waiting: Any + Send {
+    fn has_rows(&self) -> bool;
+    /// Writes the queue's rows in the transaction that holds it.
+    fn writer(&self) -> WriteQueued;
+}
+
+type WriteQueued = for<'a> fn(&'a mut Tx) -> BoxFuture<'a, Result<(), StoreError>>;
+
+impl<R: AtCommit> Waiting for Queue<R> {
+    fn has_rows(&self) -> bool {
+        !self.rows.is_empty()
+    }
+
+    fn writer(&self) -> WriteQueued {
+        write_queued::<R>
+    }
+}
+
+/// Writes the rows of kind `R` queued in `tx`, keeping what they made.
+fn write_queued<R: AtCommit>(tx: &mut Tx) -> BoxFuture<'_, Result<(), StoreError>> {
+    Box::pin(async move {
+        let rows = std::mem::take(&mut queue::<R>(&mut tx.at_commit).rows);
+        let made = R::write(tx, rows).await?;
+        queue::<R>(&mut tx.at_commit)
+            .made
+            .extend(made.into_iter().map(Some));
+        Ok(())
+    })
+}
+
+/// The queue of `R`'s kind among `queues`, made if there is none.
+fn queue<R: AtCommit>(queues: &mut Queues) -> &mut Queue<R> {
+    let slot = queues[R::KIND as usize].get_or_insert_with(|| {
+        Box::new(Queue::<R> {
             rows: Vec::new(),
             queued: 0,
             made: Vec::new(),
-        }
-    }
-}
-
-/// The rows a transaction writes at its commit: one queue per kind, in
-/// the order [`AtCommitRows::write_all`] writes them. A kind whose writing
-/// queues rows of another comes before it, so each kind is written once
-/// per commit, in one call.
-#[derive(Default)]
-pub(crate) struct AtCommitRows {
-    /// New shipments; writing them queues their outbox rows and counts.
-    pub(in crate::store) shipments: Queue<NewRow>,
-    /// Outbox rows, of new shipments and of changes.
-    pub(in crate::store) outbox: Queue<Enqueued>,
-    /// The dispatcher's finished outbox rows; writing them queues their
-    /// delivery log rows.
-    pub(in crate::store) finished: Queue<Finished>,
-    /// Delivery log rows.
-    pub(in crate::store) delivery_log: Queue<Logged>,
-    /// Changes to the kept counts, of creates and changes: last, so every
-    /// count of the transaction is summed into one statement per counter.
-    pub(in crate::store) counts: Queue<Count>,
-}
-
-impl AtCommitRows {
-    /// Writes every queued row, kind after kind: the order of a commit.
-    async fn write_all(tx: &mut Tx) -> Result<(), StoreError> {
-        write_queued::<NewRow>(tx).await?;
-        write_queued::<Enqueued>(tx).await?;
-        write_queued::<Finished>(tx).await?;
-        write_queued::<Logged>(tx).await?;
-        write_queued::<Count>(tx).await
-    }
-}
-
-/// Writes the rows of kind `R` queued in `tx`, if any, keeping what they
-/// made.
-async fn write_queued<R: AtCommit>(tx: &mut Tx) -> Result<(), StoreError> {
-    let rows = std::mem::take(&mut R::queue(&mut tx.at_commit).rows);
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let made = R::write(tx, rows).await?;
-    R::queue(&mut tx.at_commit)
-        .made
-        .extend(made.into_iter().map(Some));
-    Ok(())
+        })
+    });
+    let any: &mut dyn Any = &mut **slot;
+    any.downcast_mut()
+        .expect("each kind has one row type (AtCommit::KIND)")
 }
 
 /// What the rows written at a commit made, for the writes that wait for
 /// them ([`Tx::commit_made`]).
-pub(in crate::store) struct Made(AtCommitRows);
+pub(in crate::store) struct Made(Queues);
 
 impl Made {
     /// What the row of kind `R` queued at `place` made, once.
     pub(super) fn take<R: AtCommit>(&mut self, place: usize) -> Option<R::Made> {
-        R::queue(&mut self.0).made.get_mut(place)?.take()
+        queue::<R>(&mut self.0).made.get_mut(place)?.take()
     }
 }
 
@@ -138,7 +168,7 @@ impl Tx {
     pub(super) fn new(conn: TxConn) -> Tx {
         Tx {
             conn,
-            at_commit: AtCommitRows::default(),
+            at_commit: Default::default(),
         }
     }
 
@@ -159,7 +189,7 @@ impl Tx {
     /// [`Tx::at_commit`], giving the row's place among the rows of its kind
     /// (for [`Made::take`]).
     pub(super) fn queue_at_commit<R: AtCommit>(&mut self, row: R) -> usize {
-        let queue = R::queue(&mut self.at_commit);
+        let queue = queue::<R>(&mut self.at_commit);
         queue.rows.push(row);
         queue.queued += 1;
         queue.queued - 1
@@ -188,7 +218,17 @@ impl Tx {
 
     /// [`Tx::commit`], keeping what the rows written at the commit made.
     pub(super) async fn commit_made(mut self) -> Result<Made, StoreError> {
-        AtCommitRows::write_all(&mut self).await?;
+        for kind in Kind::ALL {
+            let write = match &self.at_commit[kind as usize] {
+                Some(queue) if queue.has_rows() => queue.writer(),
+                _ => continue,
+            };
+            write(&mut self).await?;
+        }
+        debug_assert!(
+            self.at_commit.iter().flatten().all(|q| !q.has_rows()),
+            "a kind queued rows of a kind written before it (see Kind)"
+        );
         match self.conn {
             TxConn::Sqlite(t) => t.commit().await?,
             TxConn::Postgres(t) => t.commit().await?,

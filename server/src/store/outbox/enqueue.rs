@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use shipment_sdk::model::Shipment;
 
-use crate::store::engine::{AtCommit, AtCommitRows, MAX_GROUP, Queue, Sql, multi_row};
+use crate::store::engine::{AtCommit, Kind, MAX_GROUP, Sql, multi_row};
 use crate::store::{StoreError, Tx, now};
 
 /// Queues the outbox row for a change, written when the change's
@@ -40,7 +40,7 @@ pub(crate) fn enqueue(
 
 /// The outbox row of a change, waiting for its transaction's commit.
 #[derive(Debug)]
-pub(in crate::store) struct Enqueued {
+pub(crate) struct Enqueued {
     shipment_id: i64,
     merchant_id: i64,
     shipment_code: String,
@@ -68,9 +68,7 @@ static INSERT_ENQUEUED: LazyLock<Vec<Sql>> = LazyLock::new(|| {
 impl AtCommit for Enqueued {
     type Made = ();
 
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Enqueued> {
-        &mut rows.outbox
-    }
+    const KIND: Kind = Kind::Outbox;
 
     async fn write(tx: &mut Tx, rows: Vec<Enqueued>) -> Result<Vec<()>, StoreError> {
         let at = now();

@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use crate::store::engine::{AtCommit, AtCommitRows, MAX_GROUP, PaddedIn, Queue, Sql, multi_row};
+use crate::store::engine::{AtCommit, Kind, MAX_GROUP, PaddedIn, Sql, multi_row};
 use chrono::{DateTime, Utc};
 
 use crate::store::{StoreError, Tx, now};
@@ -31,7 +31,7 @@ pub(crate) struct Attempt {
 /// One attempt for the delivery log, written when its transaction commits
 /// (see its [`AtCommit`] in `finished`).
 #[derive(Debug, Clone)]
-pub(in crate::store) struct Logged {
+pub(super) struct Logged {
     pub(super) outbox_id: i64,
     pub(super) webhook_id: Option<i64>,
     pub(super) merchant_id: i64,
@@ -47,7 +47,7 @@ pub(in crate::store) struct Logged {
 /// A row marked delivered at commit, if its worker still holds it, with
 /// its attempts not logged yet.
 #[derive(Debug, Clone)]
-pub(in crate::store) struct Finished {
+pub(super) struct Finished {
     pub(super) id: i64,
     pub(super) worker: String,
     /// Logged at the same commit.
@@ -81,9 +81,7 @@ static FINISH: LazyLock<PaddedIn> = LazyLock::new(|| {
 impl AtCommit for Logged {
     type Made = ();
 
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Logged> {
-        &mut rows.delivery_log
-    }
+    const KIND: Kind = Kind::DeliveryLog;
 
     async fn write(tx: &mut Tx, rows: Vec<Logged>) -> Result<Vec<()>, StoreError> {
         for chunk in rows.chunks(MAX_GROUP) {
@@ -113,9 +111,7 @@ impl AtCommit for Logged {
 impl AtCommit for Finished {
     type Made = ();
 
-    fn queue(rows: &mut AtCommitRows) -> &mut Queue<Finished> {
-        &mut rows.finished
-    }
+    const KIND: Kind = Kind::Finished;
 
     async fn write(tx: &mut Tx, mut rows: Vec<Finished>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();
