@@ -36,7 +36,11 @@ impl From<DriverRow> for Driver {
     }
 }
 
-/// merchant and active; from memory for [`PRICING_MEMORY_TTL`] after a read.
+/// The prices of courier company `courier_id`, if it is linked to the
+/// merchant and active, as a create needs them: remembered for
+/// `PRICING_MEMORY_TTL` after a read, so creates do not each pay a statement
+/// for them (the pricing memo, `state.pricing`, says why they cannot go
+/// stale).
 pub(crate) async fn linked_pricing(
     state: &AppState,
     merchant_id: MerchantId,

@@ -4,7 +4,10 @@
 use crate::domain::{FieldError, Refusal};
 use crate::store::StoreError;
 
-/// Why a use-case did not do what was asked.
+/// Why a use-case did not do what was asked. One type for every use-case
+/// and both front ends: it names what went wrong, not how to show it, so
+/// the API (`http::ApiError`, a problem) and the dashboard (a page) each
+/// map it in one place, and no front end needs to know the store's errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A request field is missing, wrong or unknown.

@@ -18,8 +18,19 @@ use crate::domain::list_query::ListQuery;
 use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
-pub(crate) use crate::store::shipments::CreateOutcome;
-use crate::store::shipments::{Change, KeyReused, ShipmentRecord};
+use crate::store::shipments::{Created, ShipmentRecord, ShipmentUpdate};
+
+/// What a create answers the merchant: the front ends tell a new shipment
+/// from a replay (the same status, but a replay's body is the first
+/// answer's, verbatim, and says so in a header).
+#[derive(Debug)]
+pub(crate) enum CreateOutcome {
+    /// A new shipment.
+    Created(Box<Shipment>),
+    /// The same `Idempotency-Key` and body were seen within the window
+    /// (`store::shipments::IDEMPOTENCY_WINDOW`): the first answer's body.
+    Replayed(String),
+}
 
 /// Reads an `Idempotency-Key` header value.
 pub(crate) fn idempotency_key(raw: &[u8]) -> Result<IdempotencyKey> {
@@ -35,11 +46,17 @@ pub(crate) async fn create_shipment(
     request: CreateShipment,
     idempotency_key: Option<&IdempotencyKey>,
 ) -> Result<CreateOutcome> {
-    // The digest of the parsed request, so formatting and key order do not
-    // make "the same body" look different.
-    let request_digest = hex::encode(Sha256::digest(
-        serde_json::to_vec(&request).map_err(|e| Error::Internal(e.to_string()))?,
-    ));
+    // With a key, the digest of the parsed request, so formatting and key
+    // order do not make "the same body" look different; without one, no
+    // body is compared, and none is written out to be hashed.
+    let idempotency = match idempotency_key {
+        Some(key) => {
+            let request =
+                serde_json::to_vec(&request).map_err(|e| Error::Internal(e.to_string()))?;
+            Some((key.as_str(), hex::encode(Sha256::digest(request))))
+        }
+        None => None,
+    };
     let new = NewShipment::parse(request)?;
     if let Some(url) = &new.webhook_url {
         super::webhooks::check_target(state, "webhook_url", url).await?;
@@ -77,16 +94,20 @@ pub(crate) async fn create_shipment(
     let fee_minor = fee::to_minor_units(fee).ok_or_else(|| {
         FieldError::invalid("weight_kg", "the fee for this shipment is too large")
     })?;
-    let idempotency = idempotency_key.map(|k| (k.as_str(), request_digest.as_str()));
-    let outcome = state
+    let idempotency = idempotency.as_ref().map(|(k, d)| (*k, d.as_str()));
+    let trace = crate::telemetry::current_traceparent();
+    let created = state
         .store
-        .create_shipment(merchant_id, new, fee_minor, idempotency)
-        .await?
-        .map_err(|KeyReused| Error::IdempotencyKeyReused)?;
-    if let CreateOutcome::Created(_) = outcome {
-        state.outbox_signal.notify_one();
+        .create_shipment(merchant_id, new, fee_minor, idempotency, trace)
+        .await?;
+    match created {
+        Created::New(shipment) => {
+            state.outbox_signal.notify_one();
+            Ok(CreateOutcome::Created(shipment))
+        }
+        Created::Replayed(body) => Ok(CreateOutcome::Replayed(body)),
+        Created::KeyReused => Err(Error::IdempotencyKeyReused),
     }
-    Ok(outcome)
 }
 
 /// One page of `actor`'s shipments in the list envelope.
@@ -144,32 +165,33 @@ fn not_found(code: &ShipmentCode) -> Error {
     Error::NotFound(format!("no shipment has the code {code}"))
 }
 
-/// The shipment after a change, or why not; wakes the dispatcher when the
-/// change wrote an outbox row.
-fn changed(state: &AppState, code: &ShipmentCode, change: Change) -> Result<Shipment> {
-    match change {
-        Change::Done(shipment) => {
+/// The shipment after an update, or why not; wakes the dispatcher when the
+/// update wrote an outbox row.
+fn updated(state: &AppState, code: &ShipmentCode, update: ShipmentUpdate) -> Result<Shipment> {
+    match update {
+        ShipmentUpdate::Done(shipment) => {
             state.outbox_signal.notify_one();
             Ok(shipment)
         }
-        Change::Unchanged(shipment) => Ok(shipment),
-        Change::NotFound => Err(not_found(code)),
-        Change::Refused(refusal) => Err(refusal.into()),
+        ShipmentUpdate::Unchanged(shipment) => Ok(shipment),
+        ShipmentUpdate::NotFound => Err(not_found(code)),
+        ShipmentUpdate::Refused(refusal) => Err(refusal.into()),
     }
 }
 
-/// Applies `decide` to the shipment as `actor`, in one transaction.
-async fn change(
+/// Updates the shipment as `actor` with `decide`, in one transaction.
+async fn update(
     state: &AppState,
     code: &ShipmentCode,
     actor: Actor,
     decide: impl Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
 ) -> Result<Shipment> {
-    let change = state
+    let trace = crate::telemetry::current_traceparent();
+    let update = state
         .store
-        .change_shipment(code.as_str(), actor, decide)
+        .update_shipment(code.as_str(), actor, trace, decide)
         .await?;
-    changed(state, code, change)
+    updated(state, code, update)
 }
 
 /// Cancels the merchant's shipment before pickup (again: unchanged).
@@ -178,8 +200,8 @@ pub(crate) async fn cancel_shipment(
     merchant_id: MerchantId,
     code: &ShipmentCode,
 ) -> Result<Shipment> {
-    change(state, code, Actor::Merchant(merchant_id), move |r, at| {
-        lifecycle::change(r, Operation::Cancel, at)
+    update(state, code, Actor::Merchant(merchant_id), move |r, at| {
+        lifecycle::transition(r, Operation::Cancel, at)
     })
     .await
 }
@@ -196,7 +218,7 @@ pub(crate) async fn rate_shipment(
             FieldError::invalid("rating", "`rating` must be an integer from 1 to 10").into(),
         );
     }
-    change(state, code, Actor::Merchant(merchant_id), move |s, at| {
+    update(state, code, Actor::Merchant(merchant_id), move |s, at| {
         lifecycle::rate(s, rating, at)
     })
     .await
@@ -212,7 +234,7 @@ pub(crate) async fn generate_confirmation_code(
 ) -> Result<ConfirmationCode> {
     let confirmation_code = format!("{:06}", rand::rng().random_range(0..1_000_000));
     let expires_at = now() + confirmation::CODE_TTL;
-    let change = state
+    let update = state
         .store
         .set_confirmation_code(
             code.as_str(),
@@ -225,14 +247,14 @@ pub(crate) async fn generate_confirmation_code(
             },
         )
         .await?;
-    match change {
-        Change::Done(()) | Change::Unchanged(()) => Ok(ConfirmationCode::new(
+    match update {
+        ShipmentUpdate::Done(()) | ShipmentUpdate::Unchanged(()) => Ok(ConfirmationCode::new(
             code.clone(),
             confirmation_code,
             expires_at,
         )),
-        Change::NotFound => Err(not_found(code)),
-        Change::Refused(refusal) => Err(refusal.into()),
+        ShipmentUpdate::NotFound => Err(not_found(code)),
+        ShipmentUpdate::Refused(refusal) => Err(refusal.into()),
     }
 }
 
@@ -252,11 +274,11 @@ pub(crate) async fn assign_driver(
         )
         .into());
     }
-    change(state, code, Actor::Courier(courier_id), move |r, at| {
+    update(state, code, Actor::Courier(courier_id), move |r, at| {
         if r.assigned_driver_id == Some(driver_id) {
             return Ok(false);
         }
-        lifecycle::change(r, Operation::AssignDriver, at)?;
+        lifecycle::transition(r, Operation::AssignDriver, at)?;
         r.assigned_driver_id = Some(driver_id);
         Ok(true)
     })
@@ -271,8 +293,8 @@ pub(crate) async fn courier_operation(
     code: &ShipmentCode,
     op: Operation,
 ) -> Result<Shipment> {
-    change(state, code, Actor::Courier(courier_id), move |r, at| {
-        lifecycle::change(r, op, at)
+    update(state, code, Actor::Courier(courier_id), move |r, at| {
+        lifecycle::transition(r, op, at)
     })
     .await
 }
@@ -285,8 +307,8 @@ pub(crate) async fn fail_shipment(
     reason: &str,
 ) -> Result<Shipment> {
     let reason = courier_text("reason", reason)?;
-    change(state, code, Actor::Courier(courier_id), move |r, at| {
-        lifecycle::change(r, Operation::Fail, at)?;
+    update(state, code, Actor::Courier(courier_id), move |r, at| {
+        lifecycle::transition(r, Operation::Fail, at)?;
         r.failure_reason = Some(reason.clone());
         Ok(true)
     })
@@ -309,11 +331,16 @@ pub(crate) async fn deliver_shipment(
         ))
         .into());
     }
-    let change = state
+    let trace = crate::telemetry::current_traceparent();
+    let update = state
         .store
-        .deliver_shipment(code.as_str(), courier_id, confirmation_code, |r, at| {
-            lifecycle::change(r, Operation::Deliver, at)
-        })
+        .deliver_shipment(
+            code.as_str(),
+            courier_id,
+            confirmation_code,
+            trace,
+            |r, at| lifecycle::transition(r, Operation::Deliver, at),
+        )
         .await?;
-    changed(state, code, change)
+    updated(state, code, update)
 }

@@ -17,9 +17,11 @@ use crate::test_controls::TestControls;
 /// Why a handle: axum clones the state for every request, once for the
 /// handler and once more for each extractor and middleware that takes it.
 /// A clone of the fields themselves counted a dozen `Arc`s up and down per
-/// clone, on cache lines every core shares: 3.2% of the server's CPU under
-/// reads by code (docs/src/appendix/benchmarks-history.md,
-/// "One `Arc` per request, mimalloc, anonymous parameters"). A clone of this is one count.
+/// clone, on cache lines every core shares, a share of the server's CPU
+/// under reads by code that a profile showed (BENCHMARKS.md has today's
+/// figures; docs/src/appendix/benchmarks-history.md, "One `Arc` per
+/// request, mimalloc, anonymous parameters", the measurement). A clone of
+/// this is one count.
 #[derive(Clone)]
 pub(crate) struct AppState(Arc<Shared>);
 

@@ -231,9 +231,10 @@ pub(crate) async fn redeliver(
 ) -> Result<RedeliveryQueued> {
     get_webhook(state, merchant_id, id).await?;
     let budget = state.redelivery_budget;
+    let trace = crate::telemetry::current_traceparent();
     match state
         .store
-        .redeliver(merchant_id, id, delivery_id, budget)
+        .redeliver(merchant_id, id, delivery_id, budget, trace.as_deref())
         .await?
     {
         Redelivery::Queued(_) => {
@@ -302,10 +303,10 @@ pub(crate) async fn redeliver_failures(
         .redeliver_failures(
             merchant_id,
             id,
-            since,
-            until,
+            since..=until,
             MAX_REDELIVERIES_PER_CALL,
             budget,
+            crate::telemetry::current_traceparent().as_deref(),
         )
         .await?
     {

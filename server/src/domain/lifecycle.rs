@@ -116,8 +116,8 @@ pub(crate) fn apply(status: &Status, operation: Operation) -> Result<Outcome, In
 /// Applies `op` to `shipment` at `at`: checks it against the table, moves
 /// the status, stamps the matching `*_at` (and takes the driver off when it
 /// goes back to the courier). `Ok(false)` when nothing changes. Version and
-/// `updated_at` are the store's: it sets them when it writes a change.
-pub(crate) fn change(
+/// `updated_at` are the store's: it sets them when it writes the update.
+pub(crate) fn transition(
     shipment: &mut Shipment,
     op: Operation,
     at: DateTime<Utc>,
@@ -153,7 +153,7 @@ pub(crate) fn rate(
     rating: u8,
     at: DateTime<Utc>,
 ) -> Result<bool, Refusal> {
-    change(shipment, Operation::Rate, at)?;
+    transition(shipment, Operation::Rate, at)?;
     if shipment.rating.is_some() {
         return Err(Refusal::AlreadyRated);
     }
@@ -348,7 +348,7 @@ mod tests {
             for op in Op::ALL {
                 let mut shipment = shipment_in(&status);
                 let before = shipment.clone();
-                match (change(&mut shipment, op, at), apply(&status, op)) {
+                match (transition(&mut shipment, op, at), apply(&status, op)) {
                     (Ok(true), Ok(Outcome::MoveTo(to))) => {
                         assert_eq!(shipment.status, to);
                         assert_eq!(stamp_of(&shipment, &to), Some(at), "{status} {op:?}");

@@ -13,7 +13,10 @@ tokio::task_local! {
     pub static REQUEST_ID: String;
 }
 
-/// An error answered to the client. 5xx details are logged, never sent.
+/// An error answered to the client: the HTTP form of a failure (a status,
+/// a stable problem code, the field at fault, `Retry-After`), made from an
+/// `app::Error`, or by the extractors before any use-case runs (a missing
+/// key, a body that is not JSON). 5xx details are logged, never sent.
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,

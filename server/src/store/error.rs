@@ -4,9 +4,12 @@
 
 use super::engine::reach;
 
-/// Errors of the store. The `…Taken` variants name the unique constraint a
-/// write ran into, for the caller to decide what it means; anything else is
-/// a server fault the HTTP layer answers with 500 or 503 without details.
+/// Why the store did not read or write. A type of its own because only the
+/// store knows sqlx and the schema: the `…Taken` variants name the unique
+/// constraint a write ran into, for the caller to decide what it means,
+/// and [`StoreError::is_transient`] and [`StoreError::is_unavailable`] say
+/// whether trying again may help; `app::Error`'s `From` turns it into what
+/// it means to a caller, so nothing above `app` sees a database error.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database failed or is unreachable.

@@ -1,14 +1,15 @@
-//! Shipments: create (with idempotency), read, list, and changes that are
-//! read, decided by `domain` and written back in one transaction.
+//! Shipments: create (with idempotency), read, list, and updates: a
+//! shipment read, changed by the use-case's decision, and written back in
+//! one transaction.
 //!
 //! A create without an `Idempotency-Key` is a `NewRow` written at the
 //! commit of a group commit (`Store::write_at_commit`), every one of a
 //! group in one `INSERT … RETURNING *` (`NewRow`'s `AtCommit`), which
 //! queues each shipment's outbox row (`outbox::enqueue`) and its count
 //! (`Count`). A create with a key is written in its turn, as a group of
-//! one: it reads the key first and stores the answer with it. A change is
+//! one: it reads the key first and stores the answer with it. An update is
 //! a closure on the group's transaction (`Store::write`): read, decided,
-//! written back, with its outbox row, in [`Store::change_shipment`].
+//! written back, with its outbox row, in [`Store::update_shipment`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock};
@@ -16,7 +17,7 @@ use std::sync::{Arc, LazyLock};
 use chrono::{DateTime, Duration, Utc};
 use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
 
-use super::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use super::engine::{AtCommit, Kind, MAX_GROUP, Sql, multi_row};
 use super::{Backend, Store, StoreError, Tx, now, outbox};
 use crate::domain::Refusal;
 use crate::domain::actor::Actor;
@@ -87,23 +88,25 @@ struct CodeRow {
     failed_attempts: i64,
 }
 
-/// What a create answers.
+/// What the store did with a create: every answer the caller must tell
+/// apart, side by side, so a key used with another body is an outcome to
+/// map like the others, not a second layer of `Result`.
 #[derive(Debug)]
-pub(crate) enum CreateOutcome {
-    /// A new shipment.
-    Created(Box<Shipment>),
+pub(crate) enum Created {
+    /// A new shipment, committed with its outbox row.
+    New(Box<Shipment>),
     /// The same `Idempotency-Key` and body were seen within
     /// [`IDEMPOTENCY_WINDOW`]: the first answer's body, verbatim.
     Replayed(String),
+    /// The `Idempotency-Key` came with another body within the window:
+    /// nothing was written.
+    KeyReused,
 }
 
-/// A create's `Idempotency-Key` was used before with another body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KeyReused;
-
-/// Result of a change to an existing shipment.
+/// What an update of an existing shipment ([`Store::update_shipment`],
+/// [`Store::deliver_shipment`], [`Store::set_confirmation_code`]) came to.
 #[derive(Debug)]
-pub(crate) enum Change<T = Shipment> {
+pub(crate) enum ShipmentUpdate<T = Shipment> {
     /// No shipment has this code.
     NotFound,
     /// The caller may not, or the shipment cannot.
@@ -124,31 +127,45 @@ fn may_see(actor: Actor, record: &ShipmentRecord) -> bool {
     )
 }
 
+/// Whether an update checks the shipment's confirmation code: a named
+/// choice where a nested `Option` would leave the reader to guess which
+/// `None` is which.
+#[derive(Debug, Clone)]
+enum CodeCheck {
+    /// Not a delivery: no code is checked or consumed.
+    Skip,
+    /// A delivery: the code the courier gave (none, if it gave none) is
+    /// checked against a generated one, which the delivery consumes.
+    Deliver(Option<String>),
+}
+
 /// How `decide` changes a shipment: it gets the shipment and the time of
-/// the change, and says whether it changed something (`Ok(false)`:
+/// the update, and says whether it changed something (`Ok(false)`:
 /// nothing to do).
 type Decide = dyn Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync;
 
 impl Store {
     /// Creates a shipment, honouring an `(Idempotency-Key, request digest)`;
     /// committed with the writes of concurrent requests (a group commit).
-    /// [`KeyReused`] when the key came with another body before.
+    /// `trace_parent` is the trace of the request, which the shipment's
+    /// delivery continues (`outbox::enqueue`).
     pub(crate) async fn create_shipment(
         &self,
         merchant_id: MerchantId,
         new: NewShipment,
         total_fee_minor: i64,
         idempotency: Option<(&str, &str)>,
-    ) -> Result<Result<CreateOutcome, KeyReused>, StoreError> {
+        trace_parent: Option<String>,
+    ) -> Result<Created, StoreError> {
         let row = NewRow {
             merchant_id: merchant_id.get(),
             new,
             total_fee_minor,
-            trace_parent: crate::telemetry::current_traceparent(),
+            trace_parent,
         };
         let Some((key, digest)) = idempotency else {
             let shipment = self.write_at_commit(row).await?;
-            return Ok(Ok(CreateOutcome::Created(Box::new(shipment))));
+            return Ok(Created::New(Box::new(shipment)));
         };
         let (key, digest) = (key.to_owned(), digest.to_owned());
         self.write(move |tx| Box::pin(create_once(tx, row.clone(), key.clone(), digest.clone())))
@@ -165,28 +182,36 @@ impl Store {
     /// `version` + 1 and `updated_at` = now, with its outbox row, all in one
     /// transaction (a group commit's, `Store::write`).
     ///
-    /// `decide` gets the record and the time of the change; it returns
+    /// `decide` gets the record and the time of the update; it returns
     /// `Ok(true)` if it changed something, `Ok(false)` for "nothing to do".
-    /// A write that loses a race is retried from the read.
-    pub(crate) async fn change_shipment<D>(
+    /// A write that loses a race is retried from the read. `trace_parent`
+    /// is the trace of the request, which the delivery continues.
+    pub(crate) async fn update_shipment<D>(
         &self,
         code: &str,
         actor: Actor,
+        trace_parent: Option<String>,
         decide: D,
-    ) -> Result<Change, StoreError>
+    ) -> Result<ShipmentUpdate, StoreError>
     where
         D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
     {
         let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
-        let trace = crate::telemetry::current_traceparent();
         self.write(move |tx| {
-            let trace = trace.clone();
-            Box::pin(change(tx, code.clone(), actor, None, decide.clone(), trace))
+            let trace = trace_parent.clone();
+            Box::pin(update(
+                tx,
+                code.clone(),
+                actor,
+                CodeCheck::Skip,
+                decide.clone(),
+                trace,
+            ))
         })
         .await
     }
 
-    /// Delivers a shipment: [`Store::change_shipment`] that first checks
+    /// Delivers a shipment: [`Store::update_shipment`] that first checks
     /// the confirmation code, if one was generated, by
     /// [`confirmation::check`]. A wrong code is counted (and the count
     /// committed) though the delivery is refused; a delivery consumes the
@@ -196,22 +221,22 @@ impl Store {
         code: &str,
         courier_id: CourierId,
         provided: Option<&str>,
+        trace_parent: Option<String>,
         decide: D,
-    ) -> Result<Change, StoreError>
+    ) -> Result<ShipmentUpdate, StoreError>
     where
         D: Fn(&mut Shipment, DateTime<Utc>) -> Result<bool, Refusal> + Send + Sync + 'static,
     {
         let (code, decide): (String, Arc<Decide>) = (code.to_owned(), Arc::new(decide));
         let actor = Actor::Courier(courier_id);
-        let confirmation = Some(provided.map(str::to_owned));
-        let trace = crate::telemetry::current_traceparent();
+        let check = CodeCheck::Deliver(provided.map(str::to_owned));
         self.write(move |tx| {
-            let (confirmation, trace) = (confirmation.clone(), trace.clone());
-            Box::pin(change(
+            let (check, trace) = (check.clone(), trace_parent.clone());
+            Box::pin(update(
                 tx,
                 code.clone(),
                 actor,
-                confirmation,
+                check,
                 decide.clone(),
                 trace,
             ))
@@ -228,16 +253,16 @@ impl Store {
         code_digest: &str,
         expires_at: DateTime<Utc>,
         check: impl FnOnce(&ShipmentRecord) -> Result<(), Refusal>,
-    ) -> Result<Change<()>, StoreError> {
+    ) -> Result<ShipmentUpdate<()>, StoreError> {
         let mut tx = self.begin().await?;
         let Some(record) = fetch_by_code(&mut tx, code).await? else {
-            return Ok(Change::NotFound);
+            return Ok(ShipmentUpdate::NotFound);
         };
         if !may_see(Actor::Merchant(merchant_id), &record) {
-            return Ok(Change::Refused(Refusal::Forbidden));
+            return Ok(ShipmentUpdate::Refused(Refusal::Forbidden));
         }
         if let Err(refusal) = check(&record) {
-            return Ok(Change::Refused(refusal));
+            return Ok(ShipmentUpdate::Refused(refusal));
         }
         let sql = "INSERT INTO confirmation_codes (shipment_id, code_digest, expires_at, failed_attempts, created_at) \
                    VALUES ($1, $2, $3, 0, $4) ON CONFLICT (shipment_id) DO UPDATE SET \
@@ -251,7 +276,7 @@ impl Store {
             .execute()
             .await?;
         tx.commit().await?;
-        Ok(Change::Done(()))
+        Ok(ShipmentUpdate::Done(()))
     }
 }
 
@@ -274,8 +299,8 @@ pub(crate) struct NewRow {
 /// the profile).
 impl AtCommit for NewRow {
     type Made = Shipment;
-    /// First: writing a shipment queues its outbox row and its count.
-    const RANK: u8 = 0;
+
+    const KIND: Kind = Kind::NewShipments;
 
     /// Inserts `rows` (at most a group's) in one statement, each with a new
     /// code, and gives back their shipments in the order of `rows`, each
@@ -332,7 +357,7 @@ async fn create_once(
     row: NewRow,
     key: String,
     digest: String,
-) -> Result<Result<CreateOutcome, KeyReused>, StoreError> {
+) -> Result<Created, StoreError> {
     let merchant_id = row.merchant_id;
     let at = now();
     let sql = "SELECT request_digest, response_body, created_at FROM idempotency_keys \
@@ -346,9 +371,9 @@ async fn create_once(
     match seen {
         Some(seen) if seen.created_at > at - IDEMPOTENCY_WINDOW => {
             return Ok(if seen.request_digest == digest {
-                Ok(CreateOutcome::Replayed(seen.response_body))
+                Created::Replayed(seen.response_body)
             } else {
-                Err(KeyReused)
+                Created::KeyReused
             });
         }
         Some(_) => {
@@ -377,46 +402,45 @@ async fn create_once(
         .bind(at)
         .execute()
         .await?;
-    Ok(Ok(CreateOutcome::Created(Box::new(shipment))))
+    Ok(Created::New(Box::new(shipment)))
 }
 
 async fn fetch_by_code(tx: &mut Tx, code: &str) -> Result<Option<ShipmentRecord>, StoreError> {
     Ok(tx.query(BY_CODE).bind(code).fetch_optional().await?)
 }
 
-/// A change in `tx`: read, decided, written back with its outbox row and
-/// counts. `confirmation` is `Some(provided code)` when the change needs
-/// the confirmation code checked (deliver); `trace_parent` goes with the
-/// outbox row. A write that loses a race
-/// with another process is retried from the read (PostgreSQL; on SQLite
-/// the transaction holds the only write lock).
-async fn change(
+/// An update in `tx`: read, decided, written back with its outbox row and
+/// counts, the confirmation code checked first as `check` says;
+/// `trace_parent` goes with the outbox row. A write that loses a race with
+/// another process is retried from the read (PostgreSQL; on SQLite the
+/// transaction holds the only write lock).
+async fn update(
     tx: &mut Tx,
     code: String,
     actor: Actor,
-    confirmation: Option<Option<String>>,
+    check: CodeCheck,
     decide: Arc<Decide>,
     trace_parent: Option<String>,
-) -> Result<Change, StoreError> {
+) -> Result<ShipmentUpdate, StoreError> {
     // As many re-reads after a lost race (PostgreSQL, with other
     // processes) as the group commit gives a write.
     for _ in 0..super::engine::ATTEMPTS {
         let Some(record) = fetch_by_code(tx, &code).await? else {
-            return Ok(Change::NotFound);
+            return Ok(ShipmentUpdate::NotFound);
         };
         if !may_see(actor, &record) {
-            return Ok(Change::Refused(Refusal::Forbidden));
+            return Ok(ShipmentUpdate::Refused(Refusal::Forbidden));
         }
         let (id, merchant_id, read_version) = (record.id, record.merchant_id, record.version);
         let was = record.count(-1);
         let mut shipment = record.into_model()?;
         let at = now();
         match decide(&mut shipment, at) {
-            Err(refusal) => return Ok(Change::Refused(refusal)),
-            Ok(false) => return Ok(Change::Unchanged(shipment)),
+            Err(refusal) => return Ok(ShipmentUpdate::Refused(refusal)),
+            Ok(false) => return Ok(ShipmentUpdate::Unchanged(shipment)),
             Ok(true) => {}
         }
-        if let Some(provided) = &confirmation
+        if let CodeCheck::Deliver(provided) = &check
             && let Some(stored) = confirmation_code(tx, id).await?
             && let Err(refusal) = confirmation::check(&stored, provided.as_deref(), at)
         {
@@ -425,7 +449,7 @@ async fn change(
                 count_wrong_code(tx, id).await?;
             }
             let reason = refusal.reason.to_owned();
-            return Ok(Change::Refused(Refusal::ConfirmationCode(reason)));
+            return Ok(ShipmentUpdate::Refused(Refusal::ConfirmationCode(reason)));
         }
         shipment.version = read_version + 1;
         shipment.updated_at = at;
@@ -439,12 +463,12 @@ async fn change(
                 tx.at_commit(was);
                 tx.at_commit(now_in);
             }
-            if confirmation.is_some() {
+            if matches!(check, CodeCheck::Deliver(_)) {
                 let sql = "DELETE FROM confirmation_codes WHERE shipment_id = $1";
                 tx.query(sql).bind(id).execute().await?;
             }
             outbox::enqueue(tx, id, merchant_id, &shipment, trace_parent);
-            return Ok(Change::Done(shipment));
+            return Ok(ShipmentUpdate::Done(shipment));
         }
     }
     Err(StoreError::Contended(format!("shipment {code}")))
@@ -499,8 +523,8 @@ const COUNT_SHARDS: i32 = 8;
 /// never wait on each other's counters.
 impl AtCommit for Count {
     type Made = ();
-    /// Last: creates and changes queue counts.
-    const RANK: u8 = 4;
+
+    const KIND: Kind = Kind::Counts;
 
     async fn write(tx: &mut Tx, rows: Vec<Count>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();

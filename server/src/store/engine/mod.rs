@@ -18,8 +18,8 @@
 //! - `PaddedIn::new(…)`, `multi_row(…)`: one statement per size class for
 //!   `IN` lists and multi-row `VALUES` ([`query`]).
 //!
-//! What lies behind it, and why each piece exists (docs/src/appendix/benchmarks-history.md has the
-//! figures):
+//! What lies behind it, and why each piece exists
+//! (docs/src/appendix/benchmarks-history.md has the figures):
 //!
 //! - [`group_commit`]: concurrent writes share one transaction, so SQLite
 //!   writes the WAL and takes its write lock once for many requests, and
@@ -28,10 +28,11 @@
 //! - [`lanes`]: the queue to a few tasks that each take everything queued
 //!   meanwhile, up to a bound: the group commit's committers and the
 //!   batched reads' readers. Nothing waits on purpose to gather a batch.
-//! - [`AtCommit`]: rows that many writes of a group make alike (new
-//!   shipments, outbox rows, counts, delivery log rows, finished outbox
-//!   rows) are written at the commit, each kind in one statement, lowest
-//!   [`AtCommit::RANK`] first.
+//! - [`AtCommit`]: rows that many writes of a group make alike are
+//!   written at the commit, each kind in one call, in the order of
+//!   [`Kind`]: new shipments (which queue their outbox rows and counts),
+//!   outbox rows, finished outbox rows (which queue their delivery log
+//!   rows), delivery log rows, counts.
 //! - [`reads`]: reads by key (shipments by code) in batches.
 //! - [`query`]: one statement text for both engines, anonymous parameters
 //!   for SQLite, padded `IN` lists, statements planned afresh where a cached
@@ -60,5 +61,5 @@ pub use db::{Pool, PoolSettings};
 pub(crate) use group_commit::{ATTEMPTS, MAX_GROUP};
 pub(crate) use query::{PaddedIn, Sql, multi_row};
 pub(crate) use reads::{ReadMany, Reads};
-pub(crate) use tx::AtCommit;
 pub(crate) use tx::Tx;
+pub(crate) use tx::{AtCommit, Kind};

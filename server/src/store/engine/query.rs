@@ -104,10 +104,11 @@ pub(crate) struct Query<'c> {
 /// Why: SQLite names `$n` parameters, and sqlx asks each parameter's name
 /// before binding it (`sqlite3_bind_parameter_name`), which walks the
 /// statement's list of names: quadratic in a group's multi-row `INSERT` of
-/// hundreds of parameters, 3.7% of the server's CPU under `POST` load, 0.05%
-/// with anonymous parameters (docs/src/appendix/benchmarks-history.md,
-/// "One `Arc` per request, mimalloc, anonymous parameters"). An anonymous `?` has no name to look
-/// up.
+/// hundreds of parameters, which showed in profiles under `POST` load and
+/// all but vanished with anonymous parameters (BENCHMARKS.md has today's
+/// figures; docs/src/appendix/benchmarks-history.md, "One `Arc` per
+/// request, mimalloc, anonymous parameters", the measurement). An anonymous
+/// `?` has no name to look up.
 #[derive(Debug)]
 pub(crate) struct Sql {
     postgres: String,

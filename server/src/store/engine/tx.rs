@@ -1,7 +1,7 @@
 //! A write transaction, and the rows it writes when it commits
-//! ([`AtCommit`]).
+//! ([`AtCommit`], in the order of [`Kind`]).
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::future::Future;
 
 use futures_util::future::BoxFuture;
@@ -18,9 +18,49 @@ use crate::store::error::StoreError;
 /// them.
 pub struct Tx {
     pub(super) conn: TxConn,
-    /// Rows waiting for the commit, one queue per kind (a handful: found
-    /// by a linear search).
-    at_commit: Vec<Box<dyn Waiting>>,
+    /// Rows waiting for the commit: the queue of each [`Kind`], at its
+    /// place in the order.
+    at_commit: Queues,
+}
+
+/// One queue per [`Kind`], indexed by it.
+type Queues = [Option<Box<dyn Waiting>>; Kind::ALL.len()];
+
+/// The kinds of rows written at commit, in the order a commit writes them:
+/// the one place that says it. A kind whose writing queues rows of another
+/// comes before that kind, so one pass writes each kind once, in one call.
+///
+/// The row types live with their statements in the store's resource files,
+/// which use the engine; the engine names only their kinds, so it never
+/// depends on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// New shipments (`shipments::NewRow`); writing them queues their
+    /// outbox rows and counts.
+    NewShipments,
+    /// Outbox rows of new shipments and of updates
+    /// (`outbox::enqueue::Enqueued`), in the order they were queued.
+    Outbox,
+    /// The dispatcher's finished outbox rows (`outbox::finished`); writing
+    /// them queues their delivery log rows.
+    Finished,
+    /// Delivery log rows (`outbox::finished`).
+    DeliveryLog,
+    /// Changes to the kept counts (`shipments::Count`), of creates and
+    /// updates: last, so all of a transaction's are summed into one
+    /// statement per counter.
+    Counts,
+}
+
+impl Kind {
+    /// Every kind, in the order of a commit.
+    const ALL: [Kind; 5] = [
+        Kind::NewShipments,
+        Kind::Outbox,
+        Kind::Finished,
+        Kind::DeliveryLog,
+        Kind::Counts,
+    ];
 }
 
 pub(super) enum TxConn {
@@ -37,25 +77,21 @@ pub(super) enum TxConn {
 /// the rows of all of them costs one hand-off to SQLite's worker thread
 /// or one PostgreSQL round trip instead of one each.
 ///
-/// The row type itself names the kind: `tx.at_commit(row)` queues it.
+/// The row type itself names the kind: `tx.at_commit(row)` queues it in
+/// the queue of its [`AtCommit::KIND`].
 pub(crate) trait AtCommit: Sized + Send + 'static {
     /// What writing one row gives back, for a write that waits for it
     /// ([`Store::write_at_commit`](crate::store::Store::write_at_commit));
     /// `()` for rows nobody waits for.
     type Made: Send + 'static;
 
-    /// When this kind is written among the others of one commit, lowest
-    /// first. A kind whose writing queues rows of another (a new shipment
-    /// queues its outbox row and its count) ranks below that kind, so each
-    /// kind is written once per commit. Today: new shipments 0
-    /// (`shipments::NewRow`), outbox rows 1 (`outbox::enqueue::Enqueued`),
-    /// finished outbox rows 2, which queue their delivery log rows 3
-    /// (`outbox::finished`), counts 4 (`shipments::Count`).
-    const RANK: u8;
+    /// Which kind this is, and so when it is written among the others of
+    /// one commit (see [`Kind`]). Each row type has a kind of its own.
+    const KIND: Kind;
 
-    /// Writes `rows`, in the order they were queued, and gives back one
-    /// [`AtCommit::Made`] per row, in the same order. It may queue rows of
-    /// kinds of a higher rank on `tx`.
+    /// Writes `rows` (never none), in the order they were queued, and
+    /// gives back one [`AtCommit::Made`] per row, in the same order. It may
+    /// queue rows of the kinds that [`Kind`] puts after its own on `tx`.
     fn write(
         tx: &mut Tx,
         rows: Vec<Self>,
@@ -74,8 +110,6 @@ struct Queue<R: AtCommit> {
 
 /// A [`Queue`] of some kind.
 trait Waiting: Any + Send {
-    fn kind(&self) -> TypeId;
-    fn rank(&self) -> u8;
     fn has_rows(&self) -> bool;
     /// Writes the queue's rows in the transaction that holds it.
     fn writer(&self) -> WriteQueued;
@@ -84,14 +118,6 @@ trait Waiting: Any + Send {
 type WriteQueued = for<'a> fn(&'a mut Tx) -> BoxFuture<'a, Result<(), StoreError>>;
 
 impl<R: AtCommit> Waiting for Queue<R> {
-    fn kind(&self) -> TypeId {
-        TypeId::of::<R>()
-    }
-
-    fn rank(&self) -> u8 {
-        R::RANK
-    }
-
     fn has_rows(&self) -> bool {
         !self.rows.is_empty()
     }
@@ -113,26 +139,23 @@ fn write_queued<R: AtCommit>(tx: &mut Tx) -> BoxFuture<'_, Result<(), StoreError
     })
 }
 
-/// The queue of kind `R` among `queues`, made if there is none.
-fn queue<R: AtCommit>(queues: &mut Vec<Box<dyn Waiting>>) -> &mut Queue<R> {
-    let at = match queues.iter().position(|q| q.kind() == TypeId::of::<R>()) {
-        Some(at) => at,
-        None => {
-            queues.push(Box::new(Queue::<R> {
-                rows: Vec::new(),
-                queued: 0,
-                made: Vec::new(),
-            }));
-            queues.len() - 1
-        }
-    };
-    let any: &mut dyn Any = &mut *queues[at];
-    any.downcast_mut().expect("a queue is found by its kind")
+/// The queue of `R`'s kind among `queues`, made if there is none.
+fn queue<R: AtCommit>(queues: &mut Queues) -> &mut Queue<R> {
+    let slot = queues[R::KIND as usize].get_or_insert_with(|| {
+        Box::new(Queue::<R> {
+            rows: Vec::new(),
+            queued: 0,
+            made: Vec::new(),
+        })
+    });
+    let any: &mut dyn Any = &mut **slot;
+    any.downcast_mut()
+        .expect("each kind has one row type (AtCommit::KIND)")
 }
 
 /// What the rows written at a commit made, for the writes that wait for
 /// them ([`Tx::commit_made`]).
-pub(in crate::store) struct Made(Vec<Box<dyn Waiting>>);
+pub(in crate::store) struct Made(Queues);
 
 impl Made {
     /// What the row of kind `R` queued at `place` made, once.
@@ -145,7 +168,7 @@ impl Tx {
     pub(super) fn new(conn: TxConn) -> Tx {
         Tx {
             conn,
-            at_commit: Vec::new(),
+            at_commit: Default::default(),
         }
     }
 
@@ -195,14 +218,17 @@ impl Tx {
 
     /// [`Tx::commit`], keeping what the rows written at the commit made.
     pub(super) async fn commit_made(mut self) -> Result<Made, StoreError> {
-        loop {
-            let next = (self.at_commit.iter())
-                .filter(|q| q.has_rows())
-                .min_by_key(|q| q.rank())
-                .map(|q| q.writer());
-            let Some(write) = next else { break };
+        for kind in Kind::ALL {
+            let write = match &self.at_commit[kind as usize] {
+                Some(queue) if queue.has_rows() => queue.writer(),
+                _ => continue,
+            };
             write(&mut self).await?;
         }
+        debug_assert!(
+            self.at_commit.iter().flatten().all(|q| !q.has_rows()),
+            "a kind queued rows of a kind written before it (see Kind)"
+        );
         match self.conn {
             TxConn::Sqlite(t) => t.commit().await?,
             TxConn::Postgres(t) => t.commit().await?,

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use shipment_sdk::model::Shipment;
 
-use crate::store::engine::{AtCommit, MAX_GROUP, Sql, multi_row};
+use crate::store::engine::{AtCommit, Kind, MAX_GROUP, Sql, multi_row};
 use crate::store::{StoreError, Tx, now};
 
 /// Queues the outbox row for a change, written when the change's
@@ -16,9 +16,10 @@ use crate::store::{StoreError, Tx, now};
 /// the delivery to it, so the dispatcher need not read the shipment back.
 /// The key is referenced, not copied: a key rotated before the delivery
 /// leaves signs it with the new key, as receivers expect. `trace_parent`
-/// is the trace of the request that made the change
-/// (`telemetry::current_traceparent`, taken in its task), which the
-/// deliveries and listener events of the change continue.
+/// is the trace of the request that made the change, which the use-case
+/// took in the request's task and passed down (a group commit writes the
+/// row on another task): the deliveries and listener events of the change
+/// continue it.
 pub(crate) fn enqueue(
     tx: &mut Tx,
     shipment_id: i64,
@@ -66,8 +67,8 @@ static INSERT_ENQUEUED: LazyLock<Vec<Sql>> = LazyLock::new(|| {
 /// round trip.
 impl AtCommit for Enqueued {
     type Made = ();
-    /// After the new shipments, which enqueue theirs.
-    const RANK: u8 = 1;
+
+    const KIND: Kind = Kind::Outbox;
 
     async fn write(tx: &mut Tx, rows: Vec<Enqueued>) -> Result<Vec<()>, StoreError> {
         let at = now();

@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use crate::store::engine::{AtCommit, MAX_GROUP, PaddedIn, Sql, multi_row};
+use crate::store::engine::{AtCommit, Kind, MAX_GROUP, PaddedIn, Sql, multi_row};
 use chrono::{DateTime, Utc};
 
 use crate::store::{StoreError, Tx, now};
@@ -80,8 +80,8 @@ static FINISH: LazyLock<PaddedIn> = LazyLock::new(|| {
 /// statement.
 impl AtCommit for Logged {
     type Made = ();
-    /// After the finished rows, which queue their attempts.
-    const RANK: u8 = 3;
+
+    const KIND: Kind = Kind::DeliveryLog;
 
     async fn write(tx: &mut Tx, rows: Vec<Logged>) -> Result<Vec<()>, StoreError> {
         for chunk in rows.chunks(MAX_GROUP) {
@@ -110,7 +110,8 @@ impl AtCommit for Logged {
 /// and [`MAX_GROUP`] rows; their attempts are queued as [`Logged`] rows.
 impl AtCommit for Finished {
     type Made = ();
-    const RANK: u8 = 2;
+
+    const KIND: Kind = Kind::Finished;
 
     async fn write(tx: &mut Tx, mut rows: Vec<Finished>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();

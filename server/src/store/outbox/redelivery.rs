@@ -3,6 +3,8 @@
 //! against the redeliveries still waiting and the merchant's budget under
 //! the merchant's lock.
 
+use std::ops::RangeInclusive;
+
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{DeliveryId, MerchantId, WebhookId};
 
@@ -161,13 +163,15 @@ impl Store {
     /// beyond the merchant's `budget` ([`Redelivery::OverBudget`]). Checked
     /// and written in one transaction under the merchant's lock, so
     /// requests at once, in one process or several, cannot both pass. The
-    /// caller wakes the dispatcher.
+    /// caller wakes the dispatcher. `trace_parent` is the trace of the
+    /// request, which the redelivery continues.
     pub async fn redeliver(
         &self,
         merchant_id: MerchantId,
         webhook_id: WebhookId,
         delivery_id: DeliveryId,
         budget: RedeliveryBudget,
+        trace_parent: Option<&str>,
     ) -> Result<Redelivery, StoreError> {
         let mut tx = self.begin().await?;
         tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
@@ -204,7 +208,7 @@ impl Store {
             .bind(webhook_id.get())
             .bind(merchant_id.get())
             .bind(at)
-            .bind(crate::telemetry::current_traceparent())
+            .bind(trace_parent)
             .scalar()
             .await?;
         tx.commit().await?;
@@ -212,7 +216,7 @@ impl Store {
     }
 
     /// Queues one redelivery per change whose delivery to webhook
-    /// `webhook_id` (of merchant `merchant_id`) failed in `[since, until]`
+    /// `webhook_id` (of merchant `merchant_id`) failed within `failed`
     /// and was not delivered successfully to it afterwards, however many of
     /// its attempts failed, naming the latest failed one; oldest change
     /// first, at most `limit`, and at most what the merchant's `budget`
@@ -226,16 +230,18 @@ impl Store {
     /// The selection is one statement on either engine, and the rows are
     /// written in one transaction; on PostgreSQL an advisory lock per
     /// merchant keeps two calls at once from queuing a change twice or
-    /// both spending the same room in the budget.
+    /// both spending the same room in the budget. `trace_parent` is the
+    /// trace of the request, which the redeliveries continue.
     pub async fn redeliver_failures(
         &self,
         merchant_id: MerchantId,
         webhook_id: WebhookId,
-        since: DateTime<Utc>,
-        until: DateTime<Utc>,
+        failed: RangeInclusive<DateTime<Utc>>,
         limit: u32,
         budget: RedeliveryBudget,
+        trace_parent: Option<&str>,
     ) -> Result<BulkRedelivery, StoreError> {
+        let (since, until) = failed.into_inner();
         let mut tx = self.begin().await?;
         tx.lock_exclusively(REDELIVERY_LOCK_TAG | merchant_id.get())
             .await?;
@@ -253,7 +259,7 @@ impl Store {
                 .bind(until)
                 .bind(at)
                 .bind(i64::from(allowed))
-                .bind(crate::telemetry::current_traceparent())
+                .bind(trace_parent)
                 .scalars()
                 .await?
         };

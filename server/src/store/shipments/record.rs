@@ -12,7 +12,7 @@ use crate::store::error::StoreError;
 
 /// A shipment row, as stored. Changes are decided on its wire form
 /// ([`ShipmentRecord::into_model`], by `domain::lifecycle`) and written back
-/// by [`Store::change_shipment`](crate::store::Store::change_shipment).
+/// by [`Store::update_shipment`](crate::store::Store::update_shipment).
 ///
 /// One field per column of `shipments`, read by name, so queries read it
 /// with `SELECT *` and `RETURNING *`.

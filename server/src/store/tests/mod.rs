@@ -248,7 +248,7 @@ async fn each_engine_reports_each_unique_constraint() {
 /// outbox row (the shipment as created, byte for byte) and its count.
 async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
     use crate::domain::validation::NewShipment;
-    use crate::store::shipments::CreateOutcome;
+    use crate::store::shipments::Created;
     let (merchant, courier) = shop(store).await;
     let creates = (0..150).map(|i| {
         let store = store.clone();
@@ -262,11 +262,11 @@ async fn concurrent_creates_each_get_their_own_shipment(store: &Store) {
             end_address: None,
             webhook_url: None,
         };
-        tokio::spawn(async move { store.create_shipment(merchant, new, i, None).await })
+        tokio::spawn(async move { store.create_shipment(merchant, new, i, None, None).await })
     });
     let mut made = std::collections::HashMap::new();
     for create in creates.collect::<Vec<_>>() {
-        let Ok(CreateOutcome::Created(shipment)) = create.await.unwrap().unwrap() else {
+        let Created::New(shipment) = create.await.unwrap().unwrap() else {
             panic!("not a new shipment");
         };
         let fee_minor = shipment.total_fee.mantissa();
@@ -465,7 +465,7 @@ async fn a_requests_span_shows_its_sql() {
 
     use crate::domain::actor::Actor;
     use crate::domain::validation::NewShipment;
-    use crate::store::shipments::CreateOutcome;
+    use crate::store::shipments::Created;
 
     let statements = traced::statements();
     on_each_engine(async |store: &Store| {
@@ -481,12 +481,12 @@ async fn a_requests_span_shows_its_sql() {
             end_address: None,
             webhook_url: None,
         };
-        let create = store.create_shipment(merchant, new, 100, None);
+        let create = store.create_shipment(merchant, new, 100, None, None);
         let created = create
             .instrument(tracing::info_span!("traced_request", n = 1))
             .await
             .unwrap();
-        let Ok(CreateOutcome::Created(shipment)) = created else {
+        let Created::New(shipment) = created else {
             panic!("not created");
         };
         let code = shipment.code.as_str().to_owned();
@@ -495,13 +495,16 @@ async fn a_requests_span_shows_its_sql() {
             .instrument(tracing::info_span!("traced_request", n = 2))
             .await;
         assert!(read.unwrap().is_some());
-        let cancel = store.change_shipment(&code, Actor::Merchant(merchant), |s, at| {
-            crate::domain::lifecycle::change(s, crate::domain::lifecycle::Operation::Cancel, at)
+        let cancel = store.update_shipment(&code, Actor::Merchant(merchant), None, |s, at| {
+            crate::domain::lifecycle::transition(s, crate::domain::lifecycle::Operation::Cancel, at)
         });
         let cancel = cancel
             .instrument(tracing::info_span!("traced_request", n = 3))
             .await;
-        assert!(matches!(cancel.unwrap(), super::shipments::Change::Done(_)));
+        assert!(matches!(
+            cancel.unwrap(),
+            super::shipments::ShipmentUpdate::Done(_)
+        ));
         let logged = statements.0.lock().unwrap().clone();
         for (n, statement) in [
             (1, "INSERT INTO shipments"),

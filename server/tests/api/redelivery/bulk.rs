@@ -182,10 +182,10 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
         store.redeliver_failures(
             MerchantId::new(f.merchant_id),
             WebhookId::new(hook),
-            since,
-            Utc::now(),
+            since..=Utc::now(),
             limit,
             budget,
+            None,
         )
     };
     // Cut by the limit of one call, not by the budget: no wait to tell.
@@ -206,10 +206,10 @@ async fn the_bulk_limit_cuts_and_says_so(db: Db) {
     let theirs = store.redeliver_failures(
         MerchantId::new(stranger.merchant_id),
         WebhookId::new(hook),
-        since,
-        Utc::now(),
+        since..=Utc::now(),
         10,
         budget,
+        None,
     );
     assert_eq!(theirs.await.unwrap(), queued(0, false));
 

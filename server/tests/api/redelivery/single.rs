@@ -213,6 +213,7 @@ async fn a_redelivery_to_a_deleted_webhook_is_finished_unsent(db: Db) {
             WebhookId::new(hook),
             DeliveryId::new(delivery),
             RedeliveryBudget::default(),
+            None,
         )
         .await
         .unwrap();
