@@ -252,7 +252,7 @@ license = "GPL-3.0-only"
 EOF
   touch "$ws/app/src/lib.rs" "$ws/copyleft/src/lib.rs"
   must_fail "a dependency licensed GPL-3.0-only" "GPL-3.0-only" \
-    cargo deny --manifest-path "$ws/Cargo.toml" check --config "$repo/deny.toml" licenses
+    cargo deny --manifest-path "$ws/Cargo.toml" --config "$repo/deny.toml" check licenses
 }
 
 guards=(semver features openapi deny)
