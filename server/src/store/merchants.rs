@@ -43,7 +43,7 @@ pub(crate) struct Login {
 impl Store {
     /// Adds a merchant, its e-mail normalised (`domain::email`);
     /// [`StoreError::EmailTaken`] if the e-mail is taken. In a transaction
-    /// of its own, as [`Tx::create_merchant`] makes it.
+    /// of its own, as `Tx::create_merchant` makes it.
     pub async fn create_merchant(
         &self,
         name: &str,
