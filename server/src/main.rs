@@ -206,8 +206,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(config) => {
             let app = Application::build(&config).await?;
             let dashboard = app.dashboard_addr().unwrap_or(app.local_addr());
+            // Listening for signals before saying it serves: whoever reads
+            // "serving" may stop the server at once.
+            let shutdown = shutdown_signal();
             tracing::info!(addr = %app.local_addr(), dashboard = %format!("http://{dashboard}/"), "serving");
-            app.run_until(shutdown_signal()).await?;
+            app.run_until(shutdown).await?;
         }
         Command::Healthcheck(config) => {
             // Only a bare `healthcheck` (the image's HEALTHCHECK) looks at
@@ -245,6 +248,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .context("cannot start the demo")?;
             let env = config.environment.environment;
             let demo = admin::seed_demo(app.store(), env).await?;
+            // As for `serve`: listening before the demo's text says it runs.
+            let shutdown = shutdown_signal();
             let base = format!("http://{}/api/v1", app.local_addr());
             let dashboard = format!("http://{}/", app.local_addr());
             print_demo(&base, &dashboard, &demo);
@@ -256,7 +261,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 tokio::spawn(shipment_server::simulate::run(base, demo, every));
             }
-            app.run_until(shutdown_signal()).await?;
+            app.run_until(shutdown).await?;
         }
         Command::Admin {
             database,
