@@ -15,7 +15,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanExporter};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::{OtlpProtocol, REDACTED, redact_url, traceparent};
+use super::format::{OtlpProtocol, REDACTED, redact_url, traceparent};
 
 /// Set once an OTLP layer is built; read on every request.
 static ENABLED: AtomicBool = AtomicBool::new(false);

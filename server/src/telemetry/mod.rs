@@ -26,8 +26,12 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 
 #[cfg(feature = "otlp")]
 mod export;
+mod format;
+
 #[cfg(feature = "otlp")]
 pub use export::{EXPORT_WARNING_INTERVAL, Otlp, otlp_layer};
+pub(crate) use format::traceparent;
+pub use format::{OtlpProtocol, REDACTED, redact_url};
 
 /// Which spans (and events inside them) `serve --otlp-endpoint` exports,
 /// as an `EnvFilter` directive: the request span, each webhook delivery's
@@ -60,52 +64,6 @@ pub(crate) fn enabled() -> bool {
 #[cfg(not(feature = "otlp"))]
 pub(crate) const fn enabled() -> bool {
     false
-}
-
-/// The OTLP encodings over HTTP (`OTEL_EXPORTER_OTLP_PROTOCOL`'s names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OtlpProtocol {
-    /// `http/protobuf`: binary protobuf, the OTLP default.
-    #[default]
-    #[value(name = "http/protobuf")]
-    HttpProtobuf,
-    /// `http/json`: protobuf's JSON mapping.
-    #[value(name = "http/json")]
-    HttpJson,
-}
-
-/// What stands for a redacted part of a URL in logs and spans.
-pub const REDACTED: &str = "REDACTED";
-
-/// `url` as logs and span attributes may show it: without its user info,
-/// and with the value of each query parameter (and the fragment) replaced
-/// by [`REDACTED`], since merchants put tokens there
-/// (`https://hooks.example/in?token=REDACTED`); a parameter without a
-/// value is replaced whole. Text that is not a URL is not shown at all.
-/// Every URL a log line or span names goes through here.
-pub fn redact_url(url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return format!("[not a URL, {REDACTED}]");
-    };
-    // Only URLs with a host have user info; the others refuse these, and
-    // have none to remove.
-    let _ = parsed.set_username("");
-    let _ = parsed.set_password(None);
-    if let Some(query) = parsed.query() {
-        let redacted: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) => format!("{name}={REDACTED}"),
-                None if pair.is_empty() => String::new(),
-                None => REDACTED.to_owned(),
-            })
-            .collect();
-        parsed.set_query(Some(&redacted.join("&")));
-    }
-    if parsed.fragment().is_some() {
-        parsed.set_fragment(Some(REDACTED));
-    }
-    parsed.to_string()
 }
 
 /// The span context a `traceparent` value names, if it is valid (fields
@@ -215,16 +173,6 @@ pub(crate) fn current_traceparent() -> Option<String> {
     CALLER.try_with(Clone::clone).ok().flatten()
 }
 
-/// `00-{trace id}-{span id}-{flags}`.
-pub(crate) fn traceparent(sc: &SpanContext) -> String {
-    format!(
-        "00-{}-{}-{:02x}",
-        sc.trace_id(),
-        sc.span_id(),
-        sc.trace_flags().to_u8()
-    )
-}
-
 /// Continues the trace named by a stored `traceparent` in `span` (a
 /// delivery's) and returns the `traceparent` to send with the delivery:
 /// the one naming `span` when spans are exported (`span` then has the
@@ -312,30 +260,5 @@ mod tests {
         let sc = caller_span(&with_state).unwrap();
         assert_eq!(sc.trace_state().get("rojo"), Some("00f067aa0ba902b7"));
         assert_eq!(sc.trace_state().get("congo"), Some("t61rcWkgMzE"));
-    }
-
-    #[test]
-    fn urls_lose_their_user_info_and_query_values_in_logs_and_spans() {
-        for (url, shown) in [
-            (
-                "https://hooks.example/in?token=s3cret&v=2",
-                "https://hooks.example/in?token=REDACTED&v=REDACTED",
-            ),
-            (
-                "https://user:s3cret@hooks.example:8443/a/b?s3cret#s3cret",
-                "https://hooks.example:8443/a/b?REDACTED#REDACTED",
-            ),
-            ("https://hooks.example/in", "https://hooks.example/in"),
-            ("https://hooks.example/in?", "https://hooks.example/in?"),
-            ("http://s3cret@127.0.0.1:4318", "http://127.0.0.1:4318/"),
-            (
-                "https://h.example/?a=1&&b",
-                "https://h.example/?a=REDACTED&&REDACTED",
-            ),
-            ("not a url s3cret", "[not a URL, REDACTED]"),
-        ] {
-            assert_eq!(redact_url(url), shown, "{url}");
-            assert!(!redact_url(url).contains("s3cret"));
-        }
     }
 }
