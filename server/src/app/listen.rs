@@ -30,7 +30,7 @@ use super::{AppState, Result};
 use crate::domain::ids::EventId;
 use crate::store::StoreError;
 use crate::store::listen::{ListenerRow, SealedKey};
-use crate::webhooks::listeners::Subscription;
+use crate::webhooks::listeners::{Heard, Subscription};
 
 /// What opened a listener's stream (an API key or a session): the stream
 /// ends when it is revoked. Front ends name it from here.
@@ -196,7 +196,11 @@ impl Feed {
         }
         loop {
             let row = tokio::select! {
-                row = self.subscription.next() => row?,
+                heard = self.subscription.next() => match heard? {
+                    Heard::Change(row) => row,
+                    Heard::KeyReplaced if self.signs_with_the_current_key().await => continue,
+                    Heard::KeyReplaced => return None,
+                },
                 _ = self.recheck.tick() => {
                     if self.credential_works().await {
                         continue;
@@ -206,6 +210,24 @@ impl Feed {
             };
             if row.position > self.sent.get() {
                 return Some(self.send(&row));
+            }
+        }
+    }
+
+    /// Whether the merchant's listener signing key is still the one this
+    /// stream signs with, asked of the database after a replacement was
+    /// announced: the announcement may reach this process after the stream
+    /// opened with the new key (the replacement was made through another
+    /// process, or is announced twice, by the process that made it and by
+    /// PostgreSQL), and only streams signing with an older key end. When
+    /// the database cannot say, the stream ends: its listener reconnects.
+    async fn signs_with_the_current_key(&self) -> bool {
+        match listener_key(&self.state, self.merchant_id).await {
+            Ok(Some(current)) => current.signing_key.expose() == self.key.expose(),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "a listener's signing key could not be checked; ending its stream");
+                false
             }
         }
     }

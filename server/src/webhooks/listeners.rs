@@ -42,8 +42,9 @@ const BUFFER: usize = 4_096;
 pub(crate) enum News {
     /// A shipment changed.
     Change(Arc<ListenerRow>),
-    /// The merchant's listener signing key was replaced: its listeners are
-    /// disconnected, and sign with the new key once they reconnect.
+    /// The merchant's listener signing key was replaced: its listeners that
+    /// sign with an older key are disconnected, and sign with the new key
+    /// once they reconnect.
     KeyRotated(MerchantId),
     /// A credential stopped working: the streams it opened end.
     Revoked(Credential),
@@ -129,7 +130,8 @@ impl Listeners {
         }
     }
 
-    /// Disconnects the merchant's listeners after its key was replaced.
+    /// Tells the merchant's listeners that its key was replaced: those
+    /// signing with an older key end ([`Heard::KeyReplaced`]).
     pub fn key_rotated(&self, merchant_id: MerchantId) {
         let _ = self.inner.news.send(News::KeyRotated(merchant_id));
     }
@@ -327,6 +329,18 @@ pub(crate) async fn relay(
     }
 }
 
+/// What a listener's [`Subscription`] hears.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    /// A change of the listener's merchant.
+    Change(Arc<ListenerRow>),
+    /// The merchant's listener signing key was replaced, by this process or
+    /// another. The stream ends if it signs with an older key; one opened
+    /// after the replacement signs with the new key already, and an
+    /// announcement that reaches this process late must not end it.
+    KeyReplaced,
+}
+
 /// One connected listener; it counts as connected until dropped.
 #[derive(Debug)]
 pub(crate) struct Subscription {
@@ -338,11 +352,12 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// The next change of this listener's merchant; `None` when the stream
-    /// must end: the server is stopping, the listener signing key was
-    /// replaced, the stream's credential was revoked, the process may have
-    /// missed changes, or the listener fell [`BUFFER`] events behind.
-    pub(crate) async fn next(&mut self) -> Option<Arc<ListenerRow>> {
+    /// The next change of this listener's merchant, or the news that its
+    /// listener signing key was replaced; `None` when the stream must end:
+    /// the server is stopping, the stream's credential was revoked, the
+    /// process may have missed changes, or the listener fell [`BUFFER`]
+    /// events behind.
+    pub(crate) async fn next(&mut self) -> Option<Heard> {
         loop {
             if *self.closed.borrow() {
                 return None;
@@ -353,9 +368,11 @@ impl Subscription {
             };
             match news {
                 Ok(News::Change(row)) if row.merchant_id == self.merchant_id.get() => {
-                    return Some(row);
+                    return Some(Heard::Change(row));
                 }
-                Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => return None,
+                Ok(News::KeyRotated(merchant)) if merchant == self.merchant_id => {
+                    return Some(Heard::KeyReplaced);
+                }
                 Ok(News::Revoked(credential)) if credential == self.credential => return None,
                 Ok(News::Missed) => return None,
                 Ok(_) => {}
@@ -395,6 +412,14 @@ mod tests {
     use crate::domain::ids::SessionId;
     use shipment_sdk::model::ApiKeyId;
 
+    /// The id of the change heard.
+    fn change(heard: Option<Heard>) -> i64 {
+        match heard {
+            Some(Heard::Change(row)) => row.id,
+            other => panic!("a change, not {other:?}"),
+        }
+    }
+
     fn row(id: i64, merchant: MerchantId) -> ListenerRow {
         ListenerRow {
             id,
@@ -425,10 +450,10 @@ mod tests {
             row(12, MerchantId::new(1)),
         ]);
         for listener in [&mut a, &mut b] {
-            assert_eq!(listener.next().await.unwrap().id, 10);
-            assert_eq!(listener.next().await.unwrap().id, 12);
+            assert_eq!(change(listener.next().await), 10);
+            assert_eq!(change(listener.next().await), 12);
         }
-        assert_eq!(other.next().await.unwrap().id, 11);
+        assert_eq!(change(other.next().await), 11);
     }
 
     #[tokio::test]
@@ -461,7 +486,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn streams_end_on_close_on_rotation_and_when_behind() {
+    async fn streams_end_on_close_and_when_behind_and_hear_of_rotations() {
         let hub = Listeners::new();
         let mut rotated = hub
             .subscribe(MerchantId::new(1), Credential::ApiKey(ApiKeyId::new(1)))
@@ -471,8 +496,8 @@ mod tests {
             .unwrap();
         hub.key_rotated(MerchantId::new(1));
         hub.publish([row(1, MerchantId::new(2))]);
-        assert!(rotated.next().await.is_none());
-        assert_eq!(untouched.next().await.unwrap().id, 1);
+        assert!(matches!(rotated.next().await, Some(Heard::KeyReplaced)));
+        assert_eq!(change(untouched.next().await), 1);
 
         let mut behind = hub
             .subscribe(MerchantId::new(3), Credential::ApiKey(ApiKeyId::new(3)))
@@ -524,9 +549,9 @@ mod tests {
         hub.revoked(Revoked::announced("api_key:5").unwrap());
         hub.publish([row(1, MerchantId::new(1))]);
         assert!(by_key.next().await.is_none());
-        assert_eq!(by_other_key.next().await.unwrap().id, 1);
+        assert_eq!(change(by_other_key.next().await), 1);
         assert_eq!(
-            by_session.next().await.unwrap().id,
+            change(by_session.next().await),
             1,
             "a session of the same id is another credential"
         );

@@ -7,6 +7,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use shipment_sdk::{DashboardClient, ListenerEvent, ListenerStream};
+use shipment_server::harness::Pool;
 use shipment_testkit::{Db, TestApp, assert_problem, db_tests, send};
 
 db_tests!(
@@ -165,6 +166,19 @@ async fn the_key_is_stable_until_replaced_and_replacing_it_disconnects(app: &Tes
     // ...and the next one signs with the new key.
     let mut second = listener.connect(None).await.unwrap();
     assert_eq!(second.signing_key().signing_key.expose(), new_key);
+    // On PostgreSQL the replacement is announced to every process, this one
+    // included, and the announcement may come after a listener reconnected
+    // (it did, under load): a stream that signs with the new key already
+    // is not ended by it. Announced once more here, before the change, so
+    // the relay hears it first (PostgreSQL delivers notifications in
+    // commit order).
+    if let Pool::Postgres(pool) = app.store.pool() {
+        sqlx::query("SELECT pg_notify('shipment_listener_key_rotated', $1)")
+            .bind(f.merchant_id.to_string())
+            .execute(pool)
+            .await
+            .unwrap();
+    }
     app.create_default(&f).await;
     let event = next(&mut second).await;
     checked(&event, new_key);
