@@ -143,6 +143,7 @@ struct ReadmeDoctests;
 mod error;
 mod key;
 mod signature;
+pub mod standard;
 mod verifier;
 
 #[cfg(feature = "axum")]
