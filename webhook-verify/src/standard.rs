@@ -210,6 +210,10 @@ impl Signatures {
     }
 }
 
+/// Bytes of `id.timestamp.` assembled on the stack before hashing; a
+/// longer id is hashed in pieces.
+const PREFIX_BUFFER: usize = 96;
+
 /// Base64 characters of one 32-byte tag, padding included.
 const ENCODED_TAG_LEN: usize = 44;
 
@@ -220,6 +224,7 @@ const ENCODED_TAG_LEN: usize = 44;
 /// is not the canonical base64 of 32 bytes: it cannot match. A header with
 /// no usable `v1,` entry, or with more than [`MAX_SIGNATURES`], is
 /// malformed.
+#[inline]
 fn parse_signatures(header: &str) -> Result<Signatures, VerifyError> {
     let malformed = VerifyError::MalformedStandardHeader {
         name: SIGNATURE_HEADER,
@@ -263,6 +268,7 @@ pub(crate) struct Checked<'a> {
 ///
 /// The order is the order of the errors' usefulness: a missing header
 /// first (naming which), then a malformed one, then the clock.
+#[inline]
 pub(crate) fn check_headers<'a>(
     headers: Headers<'a>,
     now: i64,
@@ -306,19 +312,38 @@ impl Checked<'_> {
     /// signatures says. Each key costs one HMAC; each signature one
     /// constant-time comparison. Stopping at the first match tells a timing
     /// observer only which key and signature matched a valid delivery.
+    #[inline]
     pub(crate) fn verify(&self, keys: &[HmacSha256], body: &[u8]) -> Result<(), VerifyError> {
         if keys.is_empty() {
             return Err(VerifyError::NotAStandardKey);
         }
+        // "id.timestamp." in one piece when it fits (the service's ids do):
+        // one update instead of four is most of this scheme's fixed cost
+        // beyond X-Service-Signature's.
+        let mut prefix = [0; PREFIX_BUFFER];
+        let prefix_len = self.id.len() + self.timestamp.len() + 2;
+        let joined = prefix.get_mut(..prefix_len).map(|buf| {
+            let (id, rest) = buf.split_at_mut(self.id.len());
+            id.copy_from_slice(self.id.as_bytes());
+            let (dot, rest) = rest.split_at_mut(1);
+            dot[0] = b'.';
+            let (timestamp, dot) = rest.split_at_mut(self.timestamp.len());
+            timestamp.copy_from_slice(self.timestamp.as_bytes());
+            dot[0] = b'.';
+            &*buf
+        });
         for key in keys {
-            let tag = key
-                .clone()
-                .chain_update(self.id.as_bytes())
-                .chain_update(b".")
-                .chain_update(self.timestamp.as_bytes())
-                .chain_update(b".")
-                .chain_update(body)
-                .finalize();
+            let mut mac = key.clone();
+            match joined {
+                Some(prefix) => mac.update(prefix),
+                None => {
+                    mac.update(self.id.as_bytes());
+                    mac.update(b".");
+                    mac.update(self.timestamp.as_bytes());
+                    mac.update(b".");
+                }
+            }
+            let tag = mac.chain_update(body).finalize();
             for expected in self.signatures.as_slice() {
                 // `CtOutput`'s equality is constant-time.
                 if tag == hmac::digest::CtOutput::new((*expected).into()) {
@@ -497,6 +522,30 @@ mod tests {
             check_headers(headers, i64::MAX, tolerance),
             Err(VerifyError::TimestampTooOld { .. })
         ));
+    }
+
+    #[test]
+    fn ids_longer_than_the_prefix_buffer_are_hashed_in_pieces_alike() {
+        let key = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let keyed = [keyed_standard(key.as_bytes()).unwrap()];
+        // "id.1000." around the buffer's size: one byte short, exact, over,
+        // and far over.
+        for id_len in [PREFIX_BUFFER - 7, PREFIX_BUFFER - 6, PREFIX_BUFFER - 5, 500] {
+            let id = "m".repeat(id_len);
+            let signature = sign(key, &id, 1000, b"{}").unwrap();
+            let headers = Headers {
+                id: &id,
+                timestamp: "1000",
+                signature: &signature,
+            };
+            let checked = check_headers(headers, 1000, DEFAULT_TOLERANCE).unwrap();
+            assert_eq!(checked.verify(&keyed, b"{}"), Ok(()), "id of {id_len}");
+            assert_eq!(
+                checked.verify(&keyed, b"{ }"),
+                Err(VerifyError::NoMatchingSignature),
+                "id of {id_len}"
+            );
+        }
     }
 
     #[test]

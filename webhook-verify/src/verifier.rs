@@ -227,6 +227,7 @@ impl Verifier {
 
     /// Everything [`verify_standard_at`](Self::verify_standard_at) checks
     /// before the body: what the extractor does before it reads the body.
+    #[inline]
     pub(crate) fn check_standard_headers<'a>(
         &self,
         headers: Headers<'a>,
