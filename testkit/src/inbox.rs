@@ -1,11 +1,17 @@
 //! [`WebhookInbox`]: the deliveries of one webhook, each verified with
-//! `webhook-verify` against its signing key before a test sees it.
+//! `webhook-verify` against its signing key, in both schemes, before a test
+//! sees it.
 
 use shipment_sdk::model::{Shipment, Status};
 use webhook_verify::Verifier;
-use webhook_verify::shipment::ShipmentError;
 
 use crate::receiver::{Received, WAIT, WebhookReceiver};
+
+/// Whether a new inbox refuses deliveries without the Standard Webhooks
+/// headers ([`WebhookInbox::require_standard_headers`]). Off while the
+/// server is taught to send them; on, a delivery that lacks them fails the
+/// test, as every delivery must carry them.
+const STANDARD_HEADERS_REQUIRED: bool = false;
 
 /// The header that names a delivery (the same on a redelivery or a
 /// duplicate of it).
@@ -23,9 +29,21 @@ pub struct Delivery {
     pub received: Received,
 }
 
+impl Delivery {
+    /// Its `webhook-id` (Standard Webhooks), verified with the rest of its
+    /// signature: the same for every attempt of one change to this webhook
+    /// (redeliveries and duplicates keep it).
+    pub fn webhook_id(&self) -> Option<&str> {
+        self.received.webhook_id()
+    }
+}
+
 /// The deliveries of one registered webhook, in arrival order, each
-/// checked with [`webhook_verify::Verifier::verify_shipment`]. A delivery
-/// that fails verification fails the test: that is a server bug.
+/// checked with [`Received::verify`]: `X-Service-Signature`, and the
+/// Standard Webhooks headers whenever any is present (their timestamp
+/// within five minutes of arrival), then parsed as a shipment. A delivery
+/// that fails verification fails the test: that is a server bug. Its
+/// receiver answers such a delivery `401`, as a real receiver would.
 ///
 /// Get one from [`TestServer::webhook_inbox`](crate::TestServer::webhook_inbox).
 ///
@@ -53,12 +71,27 @@ impl WebhookInbox {
     /// An inbox over `receiver`, whose deliveries are signed with
     /// `signing_key` (`whsec_...`).
     pub fn new(receiver: WebhookReceiver, signing_key: &str) -> WebhookInbox {
-        WebhookInbox {
+        let mut inbox = WebhookInbox {
             receiver,
             verifier: Verifier::new(signing_key),
             signing_key: signing_key.to_owned(),
             cursor: 0,
-        }
+        };
+        inbox.require_standard_headers(STANDARD_HEADERS_REQUIRED);
+        inbox
+    }
+
+    /// Whether a delivery without the Standard Webhooks headers
+    /// (`webhook-id`, `webhook-timestamp`, `webhook-signature`) fails
+    /// verification; with them, they are always checked.
+    pub fn require_standard_headers(&mut self, required: bool) {
+        let verifier = Verifier::new(&self.signing_key);
+        self.verifier = if required {
+            verifier.require_standard()
+        } else {
+            verifier
+        };
+        self.receiver.verify_with(self.verifier.clone());
     }
 
     /// The webhook's signing key (`whsec_…`), so a merchant can run its
@@ -121,14 +154,11 @@ impl WebhookInbox {
 
     #[track_caller]
     fn verify(&self, received: Received) -> Delivery {
-        let signature = received
-            .headers
-            .get(webhook_verify::SIGNATURE_HEADER)
-            .map(|v| v.as_bytes().to_vec())
-            .unwrap_or_default();
-        let shipment = match self.verifier.verify_shipment(&received.body, signature) {
+        if let Err(e) = received.verify(&self.verifier) {
+            panic!("a delivery failed verification: {e}");
+        }
+        let shipment: Shipment = match serde_json::from_slice(&received.body) {
             Ok(shipment) => shipment,
-            Err(ShipmentError::Signature(e)) => panic!("a delivery failed verification: {e}"),
             Err(e) => panic!("a delivery is not a shipment: {e}"),
         };
         let delivery_id = received

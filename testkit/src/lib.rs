@@ -27,7 +27,9 @@
 //! - [`TestServer::duplicate_deliveries`]: deliveries sent twice, to prove a
 //!   receiver de-duplicates;
 //! - [`TestServer::webhook_inbox`]: an HTTPS receiver registered as a
-//!   webhook, whose deliveries arrive verified with `webhook-verify`; its
+//!   webhook, whose deliveries arrive verified with `webhook-verify`, in
+//!   both schemes (`X-Service-Signature` and Standard Webhooks, whose
+//!   `webhook-id` each [`Delivery`] names); its
 //!   [`signing_key`](WebhookInbox::signing_key) lets your own webhook
 //!   handler verify the same real deliveries;
 //! - [`TestServer::new_merchant`]: a fresh merchant per test
@@ -38,7 +40,8 @@
 //!
 //! Every type of another crate in the kit's API is re-exported
 //! ([`StatusCode`], [`HeaderMap`], [`Bytes`], [`reqwest`], [`serde_json`],
-//! [`shipment_sdk`]), so your tests need not match their versions.
+//! [`shipment_sdk`], [`webhook_verify`]), so your tests need not match
+//! their versions.
 //!
 //! # Copy the workspace's profile settings
 //!
@@ -154,6 +157,10 @@ pub use shipment_sdk;
 /// Why fixtures were refused: the server's own error, naming the file (or
 /// what stands for it) and its lines.
 pub use shipment_server::FixtureError;
+/// The verifier of [`Received::verify`] and
+/// [`WebhookReceiver::verify_with`] (both signature schemes), so your tests
+/// check deliveries with the same version the kit does.
+pub use webhook_verify;
 
 /// Runs each named `async fn(&TestApp)` once per backend:
 /// `db_tests!(creates_a_shipment)` makes the tests

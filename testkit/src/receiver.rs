@@ -1,10 +1,13 @@
 //! [`WebhookReceiver`]: a real HTTPS webhook receiver in the test process,
 //! an axum app behind rustls with a certificate from the local
 //! [`ca`](crate::ca), which every test server trusts. It records what it
-//! gets, byte for byte, and answers with the status it was given.
+//! gets, byte for byte, and answers with the status it was given; once
+//! given a [`Verifier`] ([`WebhookReceiver::verify_with`]), it answers `401`
+//! to a delivery that fails either signature scheme, as a real receiver
+//! would (and still records it, so a test can see why).
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -13,6 +16,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum_server::tls_rustls::RustlsConfig;
 use tokio::sync::Notify;
+use webhook_verify::standard::ID_HEADER;
+use webhook_verify::{SIGNATURE_HEADER, Scheme, Verifier, VerifyError};
 
 use crate::ca;
 
@@ -31,10 +36,61 @@ pub struct Received {
     pub at: Instant,
 }
 
+impl Received {
+    /// Its `webhook-id` (Standard Webhooks): the same for every attempt of
+    /// one change to this receiver, so repeats can be dropped by it. `None`
+    /// when absent, sent twice or not text.
+    pub fn webhook_id(&self) -> Option<&str> {
+        let mut values = self.headers.get_all(ID_HEADER).iter();
+        let value = values.next()?;
+        if values.next().is_some() {
+            return None;
+        }
+        value.to_str().ok()
+    }
+
+    /// Verifies both schemes a delivery of the service carries, as of the
+    /// moment it arrived: `X-Service-Signature` always (every delivery has
+    /// it), and the Standard Webhooks headers whenever any is present (or
+    /// `verifier` [requires](Verifier::require_standard) them), with the
+    /// verifier's tolerance. Says which scheme was the strongest that
+    /// passed.
+    ///
+    /// ```
+    /// # fn check(got: shipment_testkit::Received) {
+    /// use shipment_testkit::webhook_verify::{Scheme, Verifier};
+    ///
+    /// let verifier = Verifier::new("whsec_7Qm2vR9xLp4TzK8nB3cW6yH1dF5gJ0sA");
+    /// assert_eq!(got.verify(&verifier), Ok(Scheme::Standard));
+    /// # }
+    /// ```
+    pub fn verify(&self, verifier: &Verifier) -> Result<Scheme, VerifyError> {
+        let service = self
+            .headers
+            .get(SIGNATURE_HEADER)
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        verifier.verify(&self.body, service)?;
+        verifier.verify_header_map_at(&self.headers, &self.body, unix_time(self.at))
+    }
+}
+
+/// `at` in Unix seconds: the clock now, less the time since. Instants have
+/// no epoch; the difference is far below the tolerance's second.
+fn unix_time(at: Instant) -> i64 {
+    let then = SystemTime::now()
+        .checked_sub(at.elapsed())
+        .unwrap_or(UNIX_EPOCH);
+    then.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+    })
+}
+
 #[derive(Clone)]
 struct Shared {
     got: Arc<Mutex<Vec<Received>>>,
     arrived: Arc<Notify>,
+    verifier: Arc<RwLock<Option<Verifier>>>,
     status: StatusCode,
     delay: Duration,
 }
@@ -59,6 +115,7 @@ pub struct WebhookReceiver {
     pub url: String,
     got: Arc<Mutex<Vec<Received>>>,
     arrived: Arc<Notify>,
+    verifier: Arc<RwLock<Option<Verifier>>>,
     handle: axum_server::Handle<std::net::SocketAddr>,
 }
 
@@ -71,9 +128,11 @@ impl WebhookReceiver {
             .expect("a TLS config");
         let got = Arc::new(Mutex::new(Vec::new()));
         let arrived = Arc::new(Notify::new());
+        let verifier = Arc::new(RwLock::new(None));
         let shared = Shared {
             got: got.clone(),
             arrived: arrived.clone(),
+            verifier: verifier.clone(),
             status,
             delay,
         };
@@ -94,8 +153,24 @@ impl WebhookReceiver {
             url: format!("https://localhost:{port}/hook"),
             got,
             arrived,
+            verifier,
             handle,
         }
+    }
+
+    /// From now on, verify every delivery as [`Received::verify`] does
+    /// (both schemes, the Standard Webhooks timestamp within `verifier`'s
+    /// tolerance), and answer one that fails with `401` and the reason
+    /// instead of the receiver's status. It is recorded all the same, so a
+    /// test can see what was refused and why.
+    ///
+    /// Set it once the webhook is registered and its signing key known
+    /// ([`WebhookInbox`](crate::WebhookInbox) does).
+    pub fn verify_with(&self, verifier: Verifier) {
+        *self
+            .verifier
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(verifier);
     }
 
     /// Everything received so far, oldest first.
@@ -150,14 +225,33 @@ impl Drop for WebhookReceiver {
     }
 }
 
-async fn record(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let at = Instant::now();
+async fn record(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let received = Received {
+        headers,
+        body,
+        at: Instant::now(),
+    };
+    // Judged on arrival, before the delay: a slow receiver still sees the
+    // timestamp the sender just wrote.
+    let verdict = shared
+        .verifier
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .map(|verifier| received.verify(verifier));
     tokio::time::sleep(shared.delay).await;
     shared
         .got
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(Received { headers, body, at });
+        .push(received);
     shared.arrived.notify_waiters();
-    shared.status
+    match verdict {
+        Some(Err(refused)) => (StatusCode::UNAUTHORIZED, refused.to_string()),
+        _ => (shared.status, String::new()),
+    }
 }

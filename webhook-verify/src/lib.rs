@@ -1,13 +1,62 @@
 //! Sign and verify the shipment service's webhook deliveries.
 //!
-//! Every delivery is a `POST` with the header
-//! `X-Service-Signature: sha256=<hex>`, where `<hex>` is the lowercase hex
-//! HMAC-SHA256 of the raw request body, keyed with the UTF-8 bytes of the
-//! whole signing key string (`whsec_...`, prefix included, exactly as the
-//! service showed it). The reference server signs with [`sign`]; receivers
-//! check with [`verify`] or a [`Verifier`]. Both sides share this crate and the
-//! test vectors in `shared/test-vectors/webhook-signatures.json` (copied into
-//! the repository as `test-vectors/webhook-signatures.json`).
+//! Every delivery is a `POST` carrying two signatures made with the one
+//! signing key the service showed (`whsec_...`):
+//!
+//! - [Standard Webhooks](https://www.standardwebhooks.com) (module
+//!   [`standard`]): `webhook-id`, `webhook-timestamp` (Unix seconds) and
+//!   `webhook-signature: v1,<base64>`, the HMAC-SHA256 of
+//!   `id.timestamp.body` keyed with the base64-decoded part of the key.
+//!   The signature covers the timestamp, and a receiver refuses one more
+//!   than five minutes from its clock: a captured delivery cannot be
+//!   replayed later. Any language's official Standard Webhooks library
+//!   verifies it.
+//! - `X-Service-Signature: sha256=<hex>`, the lowercase hex HMAC-SHA256 of
+//!   the raw request body, keyed with the UTF-8 bytes of the whole key
+//!   string (prefix included, exactly as shown): the original scheme. It
+//!   covers the body alone, so a captured delivery verifies forever.
+//!
+//! The reference server signs with [`standard::sign`] and [`sign`];
+//! receivers check with a [`Verifier`], which holds one or more keys and
+//! checks both schemes. Both sides share this crate and the test vectors in
+//! `shared/test-vectors/webhook-signatures.json` (copied into the
+//! repository as `test-vectors/webhook-signatures.json`) and
+//! `test-vectors/standard-webhooks.json`.
+//!
+//! # The replay-safe way
+//!
+//! Give [`Verifier::verify_standard`] the three header values (each empty
+//! when absent) and the raw body; answer `401`, and do not process the
+//! body, on any error: it says which check failed.
+//!
+//! ```
+//! use webhook_verify::{Verifier, VerifyError, standard};
+//!
+//! let key = "whsec_7Qm2vR9xLp4TzK8nB3cW6yH1dF5gJ0sA";
+//! let body = br#"{"code":"SHP-7K3M-Q9ZX","version":3}"#;
+//! let signature = standard::sign(key, "msg_41_w7", 1_764_324_120, body)?;
+//! let headers = standard::Headers {
+//!     id: "msg_41_w7",
+//!     timestamp: "1764324120",
+//!     signature: &signature,
+//! };
+//!
+//! // `verify_standard` reads the system clock; `_at` takes it, for tests.
+//! let verifier = Verifier::new(key);
+//! assert_eq!(verifier.verify_standard_at(headers, body, 1_764_324_125), Ok(()));
+//! // Replayed ten minutes later:
+//! assert_eq!(
+//!     verifier.verify_standard_at(headers, body, 1_764_324_720),
+//!     Err(VerifyError::TimestampTooOld { age_secs: 600, tolerance_secs: 300 })
+//! );
+//! # Ok::<(), standard::KeyError>(())
+//! ```
+//!
+//! The axum extractors (section 3) check the Standard Webhooks headers
+//! whenever any is present; [`Verifier::require_standard`] makes them
+//! refuse a delivery without them, so a replay with the headers stripped
+//! is refused too. [`Verifier::verify_strongest`] does the same choice
+//! for other frameworks.
 //!
 //! # 1. Verify the raw body, before anything parses it
 //!
@@ -31,10 +80,11 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 //!
-//! # 2. The minimal call
+//! # 2. The minimal call, `X-Service-Signature` only
 //!
 //! Give [`verify`] the key, the raw body and the header value; answer `401`
-//! (and do not process the body) on any error.
+//! (and do not process the body) on any error. Prefer the replay-safe way
+//! above wherever the Standard Webhooks headers can be read.
 //!
 //! ```
 //! use webhook_verify::{SIGNATURE_HEADER, VerifyError, verify};
@@ -57,11 +107,12 @@
 //!
 //! # 3. An axum receiver
 //!
-//! With the `axum` feature, the extractors `VerifiedBody` and
-//! `VerifiedJson<T>` (module `axum`) take the [`Verifier`] from the router's
-//! state, refuse a bad signature with `401` before the handler runs, and hand
-//! the handler the verified bytes, or those bytes parsed as JSON (`400` if
-//! they do not parse). With the `shipment` feature too, `T` can be the SDK's
+//! With the `axum` feature, the extractors `VerifiedBody`,
+//! `VerifiedJson<T>` and `VerifiedDelivery<T>` (module `axum`) take the
+//! [`Verifier`] from the router's state, check the stronger scheme the
+//! delivery carries, refuse a bad signature or an expired timestamp with
+//! `401` before the handler runs, and hand the handler the verified bytes,
+//! or those bytes parsed as JSON (`400` if they do not parse). With the `shipment` feature too, `T` can be the SDK's
 //! `Shipment`, and `shipment::Deduplicator` drops duplicates and late
 //! arrivals.
 //!
@@ -78,7 +129,10 @@
 //! }
 //!
 //! pub async fn serve() -> std::io::Result<()> {
-//!     let verifier = Verifier::new(std::env::var("WEBHOOK_SIGNING_KEY").unwrap_or_default());
+//!     let key = std::env::var("WEBHOOK_SIGNING_KEY").unwrap_or_default();
+//!     // The service sends the Standard Webhooks headers on every delivery:
+//!     // require them, so a replay with them stripped is refused.
+//!     let verifier = Verifier::new(key).require_standard();
 //!     let app = Router::new()
 //!         .route("/webhooks/shipments", post(shipment_changed))
 //!         .with_state(verifier);
@@ -95,7 +149,8 @@
 //! # 4. Key rotation
 //!
 //! A [`Verifier`] holds several keys and accepts a delivery signed with any
-//! of them. To rotate: deploy the receiver with the new key and the old one,
+//! of them, in either scheme; a `webhook-signature` header may also carry
+//! several `v1,` signatures, separated by spaces. To rotate: deploy the receiver with the new key and the old one,
 //! switch the service to the new key, then deploy with the new key alone.
 //!
 //! ```
@@ -116,7 +171,13 @@
 //!
 //! # Strictness and cost
 //!
-//! A header is accepted only as `sha256=` followed by exactly 64 lowercase
+//! Standard Webhooks: each header must be present, the timestamp decimal
+//! Unix seconds, and the signature header hold at least one and at most
+//! [`standard::MAX_SIGNATURES`] `v1,` signatures (other versions are
+//! ignored); the timestamp is checked against the tolerance before any
+//! MAC is computed. Each refusal is its own [`VerifyError`] variant.
+//!
+//! `X-Service-Signature`: a header is accepted only as `sha256=` followed by exactly 64 lowercase
 //! hex characters: another prefix, uppercase hex, a short or long digest,
 //! surrounding whitespace or a comma-separated list is
 //! [`VerifyError::MalformedHeader`], refused before any MAC is computed. The
@@ -128,8 +189,8 @@
 //!
 //! | feature | adds | pulls in |
 //! |---|---|---|
-//! | (default) | [`sign`], [`verify`], [`Verifier`], [`SigningKey`] | hmac, sha2, hex, thiserror |
-//! | `axum` | module `axum`: `VerifiedBody`, `VerifiedJson<T>` | axum, serde, serde_json |
+//! | (default) | [`Verifier`], module [`standard`], [`sign`], [`verify`], [`SigningKey`] | hmac, sha2, hex, base64, thiserror |
+//! | `axum` | module `axum`: `VerifiedBody`, `VerifiedJson<T>`, `VerifiedDelivery<T>`; `Verifier::verify_header_map`, `standard::Headers::from_header_map` | axum, serde, serde_json |
 //! | `shipment` | module `shipment`: `Verifier::verify_shipment`, `Deduplicator` | shipment-sdk (model only), serde_json |
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -154,4 +215,4 @@ pub mod shipment;
 pub use error::VerifyError;
 pub use key::SigningKey;
 pub use signature::{SIGNATURE_HEADER, SIGNATURE_PREFIX, sign, verify};
-pub use verifier::Verifier;
+pub use verifier::{Scheme, Verifier};

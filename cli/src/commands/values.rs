@@ -29,6 +29,13 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     duration_within(s, 0.01, 3600.0, "from 10ms to 1h")
 }
 
+/// Parses `webhooks verify --tolerance`: `90s`, `5m`, from 0s (the same
+/// second only) to 24h (a receiver that waits longer accepts replays for
+/// that long).
+pub(crate) fn parse_tolerance(s: &str) -> Result<Duration, String> {
+    duration_within(s, 0.0, 86_400.0, "from 0s to 24h")
+}
+
 /// Parses `--max-wait`: `90s`, `2m`, `1h`, from 1s to 24h (a CI job's
 /// longest wait, and a typo such as `2000h` refused).
 pub(crate) fn parse_max_wait(s: &str) -> Result<Duration, String> {

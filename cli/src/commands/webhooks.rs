@@ -7,10 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::{ArgGroup, Args, Subcommand};
+use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use shipment_sdk::model::{DeliveryId, RedeliveryQueued, WebhookId};
+use webhook_verify::standard::{self, Headers};
+use webhook_verify::{Verifier, VerifyError};
 
-use super::values::{parse_time, parse_webhook_url};
+use super::values::{parse_time, parse_tolerance, parse_webhook_url};
 use crate::error::{FAILURE, Failure, Surface};
 use crate::output::{self, Cell, Format};
 use crate::{Ctx, note};
@@ -93,28 +95,86 @@ pub enum WebhooksCommand {
     /// Create or replace the key that signs deliveries to shipments' own
     /// `webhook_url`. Shown once: store it at once.
     RotateShipmentKey,
-    /// Print the X-Service-Signature header value for a body (offline).
+    /// Sign a body as the service signs a delivery (offline).
+    ///
+    /// --scheme service (the default) prints the X-Service-Signature value,
+    /// `sha256=<hex>` of the body alone. --scheme standard prints the three
+    /// Standard Webhooks headers, one `name: value` line each, ready for
+    /// `curl -H`: the --id you give, the --timestamp (default now) and
+    /// `webhook-signature: v1,<base64>`, keyed with the base64 part of the
+    /// whsec_ key. A receiver refuses that signature once the timestamp is
+    /// more than its tolerance (5 minutes by default) old.
     Sign {
         /// The signing key (whsec_...).
         #[command(flatten)]
         key: SigningKeyArg,
+        /// Which signature to make.
+        #[arg(long, value_enum, default_value_t = SchemeArg::Service)]
+        scheme: SchemeArg,
+        /// The webhook-id to sign (--scheme standard; required there): the
+        /// service sends msg_<change>_w<webhook id>.
+        #[arg(long, required_if_eq("scheme", "standard"))]
+        id: Option<String>,
+        /// The webhook-timestamp to sign, in Unix seconds (--scheme
+        /// standard) [default: now].
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+        timestamp: Option<i64>,
         /// Where the body comes from.
         #[command(flatten)]
         body: BodyArg,
     },
     /// Check a delivery's signature (offline): exit 0 if valid, exit 1 with
     /// the reason on stderr if not.
+    ///
+    /// The scheme follows from --signature unless --scheme says: a
+    /// `webhook-signature` value (`v1,...`), or --id or --timestamp given,
+    /// is checked as Standard Webhooks (the id, timestamp and body, and the
+    /// timestamp within --tolerance of now, so an old delivery is refused
+    /// as a possible replay); anything else as X-Service-Signature (the
+    /// body alone). Paste the header you received and
+    /// the right check runs.
     Verify {
         /// The signing key (whsec_...).
         #[command(flatten)]
         key: SigningKeyArg,
-        /// The X-Service-Signature header value, exactly as received.
+        /// The X-Service-Signature or webhook-signature header value,
+        /// exactly as received (several `v1,` signatures separated by
+        /// spaces while keys rotate).
         #[arg(long, allow_hyphen_values = true)]
         signature: String,
+        /// Which scheme to check [default: from --signature, see above].
+        #[arg(long, value_enum)]
+        scheme: Option<SchemeArg>,
+        /// The webhook-id header value, exactly as received (Standard
+        /// Webhooks).
+        #[arg(long)]
+        id: Option<String>,
+        /// The webhook-timestamp header value, exactly as received
+        /// (Standard Webhooks).
+        #[arg(long, allow_hyphen_values = true)]
+        timestamp: Option<String>,
+        /// How far the timestamp may be from now, either way (Standard
+        /// Webhooks; whole seconds, up to 24h) [default: 5m].
+        #[arg(long, value_parser = parse_tolerance)]
+        tolerance: Option<Duration>,
+        /// Check as of this time instead of now, in Unix seconds (Standard
+        /// Webhooks): a recorded delivery as when it arrived.
+        #[arg(long, value_name = "UNIX_SECONDS")]
+        received_at: Option<i64>,
         /// Where the body comes from.
         #[command(flatten)]
         body: BodyArg,
     },
+}
+
+/// The signature schemes of `webhooks sign` and `webhooks verify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    /// X-Service-Signature: sha256=<hex> of the body alone.
+    Service,
+    /// Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature
+    /// (v1,<base64> of id.timestamp.body).
+    Standard,
 }
 
 /// The signing key of `webhooks sign` and `webhooks verify`.
@@ -151,24 +211,126 @@ pub fn is_offline(command: &WebhooksCommand) -> bool {
 /// reason when not.
 pub fn exec_offline(out: &mut dyn Write, command: WebhooksCommand) -> Result<(), Failure> {
     match command {
-        WebhooksCommand::Sign { key, body } => {
-            let body = read_body(&body)?;
-            writeln!(out, "{}", webhook_verify::sign(&key.signing_key, &body))?;
+        WebhooksCommand::Sign {
+            key,
+            scheme,
+            id,
+            timestamp,
+            body,
+        } => {
+            match (scheme, id) {
+                (SchemeArg::Service, None) if timestamp.is_none() => {
+                    let body = read_body(&body)?;
+                    writeln!(out, "{}", webhook_verify::sign(&key.signing_key, &body))?;
+                }
+                (SchemeArg::Service, _) => {
+                    return Err(only_standard("--id and --timestamp"));
+                }
+                (SchemeArg::Standard, id) => {
+                    // clap requires --id with --scheme standard.
+                    let id = id.unwrap_or_default();
+                    let timestamp = timestamp.unwrap_or_else(unix_now);
+                    let body = read_body(&body)?;
+                    let signature = standard::sign(&key.signing_key, &id, timestamp, &body)
+                        .map_err(|e| Failure::new(FAILURE, e.to_string()).hint(KEY_HINT))?;
+                    writeln!(out, "{}: {id}", standard::ID_HEADER)?;
+                    writeln!(out, "{}: {timestamp}", standard::TIMESTAMP_HEADER)?;
+                    writeln!(out, "{}: {signature}", standard::SIGNATURE_HEADER)?;
+                }
+            }
             Ok(())
         }
         WebhooksCommand::Verify {
             key,
             signature,
+            scheme,
+            id,
+            timestamp,
+            tolerance,
+            received_at,
             body,
         } => {
-            let body = read_body(&body)?;
-            webhook_verify::verify(&key.signing_key, &body, &signature)
-                .map_err(|e| Failure::new(FAILURE, format!("invalid signature: {e}")))?;
+            let scheme = scheme.unwrap_or_else(|| {
+                let standard_signature = signature
+                    .split(' ')
+                    .any(|entry| entry.starts_with(standard::VERSION_PREFIX));
+                if standard_signature || id.is_some() || timestamp.is_some() {
+                    SchemeArg::Standard
+                } else {
+                    SchemeArg::Service
+                }
+            });
+            match scheme {
+                SchemeArg::Service => {
+                    if id.is_some()
+                        || timestamp.is_some()
+                        || tolerance.is_some()
+                        || received_at.is_some()
+                    {
+                        return Err(only_standard(
+                            "--id, --timestamp, --tolerance and --received-at",
+                        ));
+                    }
+                    let body = read_body(&body)?;
+                    webhook_verify::verify(&key.signing_key, &body, &signature)
+                        .map_err(|e| Failure::new(FAILURE, format!("invalid signature: {e}")))?;
+                }
+                SchemeArg::Standard => {
+                    let (Some(id), Some(timestamp)) = (id, timestamp) else {
+                        return Err(Failure::usage(
+                            "a Standard Webhooks signature needs --id and --timestamp: the \
+                             webhook-id and webhook-timestamp header values as received",
+                        ));
+                    };
+                    let body = read_body(&body)?;
+                    let headers = Headers {
+                        id: &id,
+                        timestamp: &timestamp,
+                        signature: &signature,
+                    };
+                    let now = received_at.unwrap_or_else(unix_now);
+                    Verifier::new(&key.signing_key)
+                        .with_tolerance(tolerance.unwrap_or(standard::DEFAULT_TOLERANCE))
+                        .verify_standard_at(headers, &body, now)
+                        .map_err(standard_failure)?;
+                }
+            }
             writeln!(out, "valid")?;
             Ok(())
         }
         _ => unreachable!("only sign and verify are offline"),
     }
+}
+
+/// What to do about a key that cannot sign Standard Webhooks (the service's
+/// keys all can: `whsec_` and 32 base62 characters are base64).
+const KEY_HINT: &str =
+    "use the key exactly as the service showed it (whsec_ and 32 letters and digits)";
+
+/// Flags of the Standard Webhooks scheme given for the service's scheme.
+fn only_standard(flags: &str) -> Failure {
+    Failure::usage(format!(
+        "{flags} belong to --scheme standard; X-Service-Signature signs the body alone"
+    ))
+}
+
+/// Why a Standard Webhooks signature was refused, and, where one helps,
+/// what to do about it.
+fn standard_failure(e: VerifyError) -> Failure {
+    let failure = Failure::new(FAILURE, format!("invalid signature: {e}"));
+    match e {
+        VerifyError::TimestampTooOld { .. } | VerifyError::TimestampTooNew { .. } => failure.hint(
+            "to check a recorded delivery as when it arrived, give --received-at (its Unix \
+             seconds); --tolerance widens the window",
+        ),
+        VerifyError::NotAStandardKey => failure.hint(KEY_HINT),
+        _ => failure,
+    }
+}
+
+/// The Unix time now, in seconds.
+fn unix_now() -> i64 {
+    Utc::now().timestamp()
 }
 
 fn read_body(arg: &BodyArg) -> Result<Vec<u8>, Failure> {

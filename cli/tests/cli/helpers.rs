@@ -247,3 +247,10 @@ pub fn vectors_path() -> PathBuf {
     }
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/webhook-signatures.json")
 }
+
+/// The Standard Webhooks vectors, `test-vectors/standard-webhooks.json`,
+/// through the link `tests/standard-webhooks.json` (as for the other
+/// vectors).
+pub fn standard_vectors_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/standard-webhooks.json")
+}

@@ -10,6 +10,7 @@ mod listen;
 mod listen_helpers;
 mod listen_scripts;
 mod offline;
+mod offline_standard;
 mod online;
 mod readme;
 mod redelivery;
