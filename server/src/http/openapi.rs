@@ -127,8 +127,18 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         title = "Merchant shipment service",
         description = "Create and follow shipments (X-API-KEY), manage API keys and webhooks \
                        (Bearer, from POST /auth/login), and, on the reference server, act as \
-                       the courier company. Webhook deliveries are signed with \
-                       `X-Service-Signature: sha256=<hex HMAC-SHA256 of the raw body>`."
+                       the courier company. Webhook deliveries are signed two ways with the \
+                       one `whsec_` key: `X-Service-Signature: sha256=<hex HMAC-SHA256 of the \
+                       raw body>` (keyed with the whole key string), with \
+                       `X-Service-Delivery-Id`; and Standard Webhooks \
+                       (standardwebhooks.com, v1): `webhook-id` (`msg_<change>_w<webhook>`, \
+                       or `msg_<change>_s` for a shipment's own `webhook_url`: the same for \
+                       every attempt of one change to one target, redeliveries and duplicates \
+                       included), `webhook-timestamp` (Unix seconds when the attempt was \
+                       signed) and `webhook-signature: v1,<base64 HMAC-SHA256 of \
+                       \"id.timestamp.body\">` (keyed with the base64-decoded part after \
+                       `whsec_`), which the official libraries verify and which lets a \
+                       receiver refuse a delivery replayed more than 5 minutes later."
     ),
     servers((url = "/api/v1")),
     paths(

@@ -214,9 +214,10 @@ async fn advance_shipment(
     summary = "Send this merchant's next webhook deliveries twice",
     description = "Each of the merchant's next `times` deliveries (to its webhooks and to \
                    shipments' own `webhook_url`) is sent twice, byte for byte, with the same \
-                   `X-Service-Delivery-Id`; the delivery log keeps the first. Replaces the \
-                   count still pending (0 stops it). Kept in the memory of the server process \
-                   that was asked.",
+                   `X-Service-Delivery-Id` and the same Standard Webhooks headers \
+                   (`webhook-id`, `webhook-timestamp`, `webhook-signature`); the delivery log \
+                   keeps the first. Replaces the count still pending (0 stops it). Kept in \
+                   the memory of the server process that was asked.",
     security(("api_key" = [])),
     request_body = DuplicateDeliveries,
     responses(

@@ -90,6 +90,13 @@ async fn list_webhooks(
     path = "/webhooks",
     tag = "dashboard",
     summary = "Register an HTTPS webhook (its signing key is shown once)",
+    description = "Every change of your shipments is then POSTed to `url` with the full \
+                   shipment as the body, `Content-Type: application/json`, \
+                   `X-Service-Signature`, `X-Service-Delivery-Id`, and the Standard Webhooks \
+                   headers `webhook-id`, `webhook-timestamp` and `webhook-signature`, all \
+                   signed with `signing_key` (the document's description says how). Verify \
+                   `webhook-signature` with an official Standard Webhooks library and the key \
+                   as shown, and a delivery replayed more than 5 minutes later is refused.",
     security(("bearer" = [])),
     request_body = RegisterWebhook,
     responses(
@@ -197,6 +204,11 @@ async fn deliveries(
 /// asked for again. Beyond your budget of redelivered changes per minute,
 /// across your webhooks (`--redeliveries-per-minute`, 1,000 by default),
 /// it is 429 `rate_limited` with `Retry-After`.
+///
+/// The redelivery carries a new `X-Service-Delivery-Id` and
+/// `webhook-timestamp`, and the change's `webhook-id`, as every attempt of
+/// one change to one webhook does: a receiver that drops repeats by it
+/// drops this one if it had the change.
 #[utoipa::path(
     post,
     path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver",

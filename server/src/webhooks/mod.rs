@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shipment_sdk::model::MerchantId;
+use shipment_sdk::model::{MerchantId, WebhookId};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument as _;
@@ -489,19 +489,26 @@ impl Dispatcher {
         let traceparent = crate::telemetry::continue_trace(&span, row.trace_parent.as_deref());
         let traceparent = traceparent.as_deref();
         let started = Instant::now();
-        let outcome = self
-            .try_send(row, target, traceparent)
-            .instrument(span.clone())
-            .await;
+        // Signed once for the attempt (its `webhook-timestamp` is now, once
+        // its turn at the URL came), so a duplicate repeats it exactly.
+        let signed = self.sign(row, target);
+        let outcome = match &signed {
+            Ok(signed) => {
+                self.try_send(row, signed, traceparent)
+                    .instrument(span.clone())
+                    .await
+            }
+            Err(error) => Err(error.clone()),
+        };
         if let Ok(status) = &outcome {
             span.record("http.response.status_code", status);
         }
         drop(span);
         let elapsed = started.elapsed();
-        if twice {
-            // The same request again (same body, signature and delivery
-            // id); the log keeps the first attempt.
-            let again = self.try_send(row, target, traceparent).await;
+        if twice && let Ok(signed) = &signed {
+            // The same request again (same body, headers and signatures,
+            // timestamp included); the log keeps the first attempt.
+            let again = self.try_send(row, signed, traceparent).await;
             tracing::info!(outbox_id = row.id, url = %shown_url, outcome = ?again, "webhook delivery sent again (test controls)");
         }
         let duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
@@ -536,12 +543,11 @@ impl Dispatcher {
         attempt
     }
 
-    async fn try_send(
-        &self,
-        row: &OutboxRow,
-        target: &Target,
-        traceparent: Option<&str>,
-    ) -> Result<u16, String> {
+    /// The request of one attempt of `row` to `target`, signed both ways
+    /// with the target's key: `X-Service-Signature` over the body, and the
+    /// Standard Webhooks headers over id, timestamp (now) and body.
+    /// `Err` says why it cannot be sent (for the delivery log).
+    fn sign(&self, row: &OutboxRow, target: &Target) -> Result<Signed, String> {
         let url = url::Url::parse(&target.url).map_err(|e| format!("invalid URL: {e}"))?;
         guard::check_literal(&url, self.inner.settings.allow_private_targets)
             .map_err(|e| e.to_string())?;
@@ -554,18 +560,55 @@ impl Dispatcher {
             .data_key
             .open(sealed)
             .map_err(|e| e.to_string())?;
-        let signature = webhook_verify::sign(&key, row.payload.as_bytes());
-        let delivery_id = match target.webhook_id {
-            Some(id) => format!("dlv_{}_w{id}", row.id),
-            None => format!("dlv_{}_s", row.id),
+        let body = row.payload.as_bytes();
+        let webhook = target.webhook_id.map(WebhookId::new);
+        let message_id = message_id(EventId::new(row.change_id), webhook);
+        let timestamp = chrono::Utc::now().timestamp();
+        let standard = match webhook_verify::standard::sign(&key, &message_id, timestamp, body) {
+            Ok(signature) => Some(Standard {
+                message_id,
+                timestamp,
+                signature,
+            }),
+            // Every key the server makes or accepts (`whsec_` and 32 base62
+            // characters, `domain::keys::is_signing_key`) is base64, so
+            // only a key written into the database by other means gets
+            // here. Its receivers still get the delivery with the seed's
+            // signature, which is all such a key ever gave them; one that
+            // requires the stronger scheme refuses it.
+            Err(e) => {
+                tracing::error!(outbox_id = row.id, webhook_id = target.webhook_id, error = %e, "webhook delivery sent without the Standard Webhooks headers");
+                None
+            }
         };
+        Ok(Signed {
+            url,
+            signature: webhook_verify::sign(&key, body),
+            delivery_id: delivery_id(EventId::new(row.id), webhook),
+            standard,
+        })
+    }
+
+    async fn try_send(
+        &self,
+        row: &OutboxRow,
+        signed: &Signed,
+        traceparent: Option<&str>,
+    ) -> Result<u16, String> {
         let mut request = self
             .inner
             .client
-            .post(url)
+            .post(signed.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(webhook_verify::SIGNATURE_HEADER, signature)
-            .header(DELIVERY_ID_HEADER, delivery_id);
+            .header(webhook_verify::SIGNATURE_HEADER, &signed.signature)
+            .header(DELIVERY_ID_HEADER, &signed.delivery_id);
+        if let Some(standard) = &signed.standard {
+            use webhook_verify::standard::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+            request = request
+                .header(ID_HEADER, &standard.message_id)
+                .header(TIMESTAMP_HEADER, standard.timestamp.to_string())
+                .header(SIGNATURE_HEADER, &standard.signature);
+        }
         if let Some(traceparent) = traceparent {
             request = request.header(crate::telemetry::TRACEPARENT, traceparent);
         }
@@ -575,6 +618,54 @@ impl Dispatcher {
             .await
             .map_err(|e| describe(&e, self.inner.settings.timeout))?;
         Ok(response.status().as_u16())
+    }
+}
+
+/// One attempt's request, signed: what is sent again, unchanged, when the
+/// test controls ask for a duplicate.
+struct Signed {
+    url: url::Url,
+    /// `X-Service-Signature`.
+    signature: String,
+    /// `X-Service-Delivery-Id`.
+    delivery_id: String,
+    /// The Standard Webhooks headers; `None` only for a key that is not
+    /// base64 (see [`Dispatcher::sign`]).
+    standard: Option<Standard>,
+}
+
+/// The Standard Webhooks headers of one attempt.
+struct Standard {
+    /// `webhook-id`.
+    message_id: String,
+    /// `webhook-timestamp`: Unix seconds when the attempt was signed.
+    timestamp: i64,
+    /// `webhook-signature`: `v1,<base64>`.
+    signature: String,
+}
+
+/// `X-Service-Delivery-Id` of outbox row `row` to a target: one per row
+/// and target (`dlv_<row>_w<webhook>`, or `dlv_<row>_s` for the shipment's
+/// own `webhook_url`), so a redelivery, a row of its own, has its own.
+fn delivery_id(row: EventId, webhook: Option<WebhookId>) -> String {
+    match webhook {
+        Some(id) => format!("dlv_{row}_w{id}"),
+        None => format!("dlv_{row}_s"),
+    }
+}
+
+/// `webhook-id` of a change to a target: `msg_<change>_w<webhook>`, or
+/// `msg_<change>_s` for the shipment's own `webhook_url` (and
+/// `msg_<change>_l` for a listener, which `shipctl listen` makes from the
+/// event's delivery id), where `<change>` is the outbox id of the change's
+/// own row. The same for every attempt of one change to one target (a
+/// retry after a process died, a test-control duplicate, a redelivery),
+/// so a receiver drops repeats by it; unlike `X-Service-Delivery-Id`,
+/// which a redelivery changes.
+fn message_id(change: EventId, webhook: Option<WebhookId>) -> String {
+    match webhook {
+        Some(id) => format!("msg_{change}_w{id}"),
+        None => format!("msg_{change}_s"),
     }
 }
 
@@ -597,5 +688,21 @@ fn describe(e: &reqwest::Error, timeout: Duration) -> String {
         format!("connection failed: {cause}")
     } else {
         format!("request failed: {cause}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EventId, WebhookId, delivery_id, message_id};
+
+    #[test]
+    fn a_webhook_id_names_the_change_and_the_target_and_a_delivery_id_the_row() {
+        let (change, hook) = (EventId::new(42), Some(WebhookId::new(7)));
+        assert_eq!(message_id(change, hook), "msg_42_w7");
+        assert_eq!(message_id(change, None), "msg_42_s");
+        // A redelivery of change 42 is row 57: a delivery id of its own,
+        // the change's webhook-id.
+        assert_eq!(delivery_id(EventId::new(57), hook), "dlv_57_w7");
+        assert_eq!(delivery_id(change, None), "dlv_42_s");
     }
 }

@@ -39,6 +39,11 @@ pub struct OutboxRow {
     /// The delivery (log id) a redelivery sends again, logged with each
     /// attempt; `None` for a change's own row.
     pub redelivery_of: Option<i64>,
+    /// The outbox id of the change this row delivers: its own for a
+    /// change's row; for a redelivery, the change's own row (its shipment
+    /// and version, not a redelivery), so that every attempt of one change
+    /// to one target carries one `webhook-id` (`webhooks::message_id`).
+    pub change_id: i64,
     /// The W3C `traceparent` of the request that made the change (or, for
     /// a redelivery, that asked for it), when it had one or the server
     /// exported its spans then.
@@ -93,6 +98,13 @@ pub struct Backlog {
 /// (the only part that differs between the engines). A row written before
 /// the outbox captured its delivery (its `signing_key_merchant_id` is NULL)
 /// gets its URL from the shipment here, in the same statement.
+///
+/// A redelivery's `change_id` is found here too: the change's own row is
+/// the one of its shipment and version that repeats nothing (a change is
+/// its shipment and version, `redelivery.rs` says), one probe of the
+/// partial index `outbox_changes_by_shipment`, made for redeliveries only.
+/// Rows are never deleted but with their merchant, so it is always there;
+/// the row's own id stands in should it not be.
 macro_rules! claim_sql {
     ($lock:literal) => {
         concat!(
@@ -105,6 +117,10 @@ macro_rules! claim_sql {
             $lock,
             ") RETURNING id, shipment_id, merchant_id, shipment_code, version, payload, ",
             "only_webhook_id, redelivery_of, trace_parent, listen_position, ",
+            "CASE WHEN outbox.redelivery_of IS NULL THEN outbox.id ",
+            "ELSE COALESCE((SELECT MIN(c.id) FROM outbox c ",
+            "WHERE c.shipment_id = outbox.shipment_id AND c.version = outbox.version ",
+            "AND c.redelivery_of IS NULL), outbox.id) END AS change_id, ",
             "CASE WHEN outbox.signing_key_merchant_id IS NULL ",
             "THEN (SELECT s.webhook_url FROM shipments s WHERE s.id = outbox.shipment_id) ",
             "ELSE outbox.webhook_url END AS webhook_url, ",
