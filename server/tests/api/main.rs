@@ -32,6 +32,7 @@ mod processes;
 mod redelivery;
 mod revocation;
 mod shipments;
+mod standard_libraries;
 mod standard_webhooks;
 mod testing;
 mod testing_deliveries;
