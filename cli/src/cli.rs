@@ -164,7 +164,8 @@ pub enum Command {
     /// session if the profile has no key.
     Listen(ListenArgs),
     /// POST the deliveries a `listen --record FILE` kept to a local app
-    /// again, byte for byte with their signature and delivery id: no
+    /// again, byte for byte with their delivery id and webhook-id; with
+    /// the listener signing key, signed anew at the time of the POST: no
     /// service, no configuration needed.
     Replay(ReplayArgs),
     /// Create, list, delete and check API keys (needs `shipctl login`).

@@ -21,7 +21,9 @@ use clap::Args;
 use shipment_sdk::model::{ShipmentCode, SigningKey};
 use shipment_sdk::{Listener, ListenerStream};
 
-use super::local_app::{Forwarded, local_client, local_url, post, shipment_status, write_line};
+use super::local_app::{
+    Forwarded, Standard, local_client, local_url, message_id, post, shipment_status, write_line,
+};
 use super::recording::{Filter, Recorder};
 use super::values::{parse_count, parse_duration, parse_max_wait, parse_status};
 use crate::error::{FAILURE, Failure, Surface, UNAVAILABLE};
@@ -136,16 +138,19 @@ const LISTEN_HELP: &str = concat!(
     "\
 Each change is POSTed to the URL exactly as a webhook delivery: the same body
 bytes, Content-Type: application/json, X-Service-Signature (signed with your
-listener signing key, which stays the same across runs) and
-X-Service-Delivery-Id. One line per delivery on stdout (-o ndjson or json: one
-object per line). A local app that is down or answers 400 or more is shown,
+listener signing key, which stays the same across runs),
+X-Service-Delivery-Id (dlv_<change>_l), and the Standard Webhooks headers
+webhook-id (msg_<change>_l), webhook-timestamp (when shipctl POSTs it) and
+webhook-signature (v1,..., signed then with the same key), which the official
+Standard Webhooks libraries verify. One line per delivery on stdout (-o ndjson
+or json: one object per line). A local app that is down or answers 400 or more is shown,
 not fatal. The stream reconnects by itself, resuming after the last change
 received; Ctrl-C ends it.
 
 For scripts: --ready-file PATH appears once the stream is connected;
 --until-status delivered --code SHP-... --max-wait 2m ends with 0 once that
 shipment is delivered, 1 if not within 2 minutes. --record FILE keeps every
-delivery for `shipctl replay FILE --forward-to URL`.
+delivery (with its webhook-id) for `shipctl replay FILE --forward-to URL`.
 
 ",
     listen_exit_codes!()
@@ -567,6 +572,9 @@ async fn relay(
     progress: &mut Progress,
 ) -> Result<Relayed, Failure> {
     let mut delivered = 0;
+    // Each forwarded delivery is signed anew with the key the stream gave
+    // (Standard Webhooks binds the time of the POST into the signature).
+    let key = stream.signing_key().signing_key.expose().to_owned();
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
@@ -591,7 +599,14 @@ async fn relay(
             continue;
         }
         let line = match &plan.target {
-            Some((http, target)) => post(http, target, delivery, status.clone()).await,
+            Some((http, target)) => {
+                let message_id = message_id(&delivery.delivery_id);
+                let standard = Standard::Signed {
+                    message_id: &message_id,
+                    key: &key,
+                };
+                post(http, target, delivery, standard, status.clone()).await
+            }
             None => Forwarded::printed(delivery, status.clone()),
         };
         write_line(out, plan.format, &line)?;

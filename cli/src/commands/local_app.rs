@@ -1,6 +1,7 @@
 //! The local app that `listen` and `replay` POST deliveries to: its
-//! address, its client, the POST with a webhook delivery's headers, and
-//! the line printed for each.
+//! address, its client, the POST with a webhook delivery's headers (the
+//! Standard Webhooks ones signed at the time of the POST), and the line
+//! printed for each.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -19,6 +20,34 @@ pub const DELIVERY_ID_HEADER: &str = "X-Service-Delivery-Id";
 /// The W3C Trace Context header a forwarded delivery carries when its
 /// change was made in a trace, as the service's webhook deliveries do.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// The `webhook-id` of a listener's delivery: `msg_<change>_l` for its
+/// delivery id `dlv_<change>_l`, as the service names a webhook's
+/// (`msg_<change>_w<webhook>`), the same for every time the change is
+/// forwarded or replayed, so the local app drops repeats by it. (An id not
+/// of that shape, from a hand-edited recording, is kept whole after
+/// `msg_`.)
+pub fn message_id(delivery_id: &str) -> String {
+    let change = delivery_id.strip_prefix("dlv_").unwrap_or(delivery_id);
+    format!("msg_{change}")
+}
+
+/// How a POST carries the Standard Webhooks headers. (No `Debug`: it
+/// holds the key.)
+#[derive(Clone, Copy)]
+pub enum Standard<'a> {
+    /// `webhook-id` (this one), `webhook-timestamp` (now) and
+    /// `webhook-signature`, signed with `key` (the listener signing key) at
+    /// the time of the POST.
+    Signed {
+        /// The delivery's `webhook-id`.
+        message_id: &'a str,
+        /// The listener signing key (`whsec_...`).
+        key: &'a str,
+    },
+    /// None of them (`replay` without the key: see its help).
+    Without,
+}
 
 /// The client that POSTs to the local app: no redirect followed (the body
 /// and signature go to the address given only).
@@ -97,12 +126,14 @@ pub fn write_line(
 }
 
 /// POSTs one delivery to the local app, byte for byte, with the headers a
-/// webhook delivery carries (and its `traceparent`, when the change was
-/// made in a trace), and says how it went.
+/// webhook delivery carries (the Standard Webhooks ones as `standard`
+/// says, and its `traceparent`, when the change was made in a trace), and
+/// says how it went.
 pub async fn post<'a>(
     http: &reqwest::Client,
     target: &reqwest::Url,
     delivery: &'a ListenerDelivery,
+    standard: Standard<'_>,
     status: Option<String>,
 ) -> Forwarded<'a> {
     let started = Instant::now();
@@ -111,6 +142,21 @@ pub async fn post<'a>(
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(webhook_verify::SIGNATURE_HEADER, &delivery.signature)
         .header(DELIVERY_ID_HEADER, &delivery.delivery_id);
+    if let Standard::Signed { message_id, key } = standard {
+        use webhook_verify::standard::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+        // Signed now, as the service signs each attempt: the local app
+        // may refuse anything older than its tolerance (5 minutes).
+        let timestamp = Utc::now().timestamp();
+        // The key came from the service or was checked at the start
+        // (`replay`), so it is base64; were it not, the seed's headers go
+        // alone, as without a key.
+        if let Ok(signature) = sign(key, message_id, timestamp, delivery.body.as_bytes()) {
+            request = request
+                .header(ID_HEADER, message_id)
+                .header(TIMESTAMP_HEADER, timestamp.to_string())
+                .header(SIGNATURE_HEADER, signature);
+        }
+    }
     // Only a value that is a valid header: a hand-edited recording must
     // not make the request fail to build.
     if let Some(traceparent) = delivery
@@ -216,6 +262,13 @@ fn table_line(out: &mut dyn Write, line: &Forwarded<'_>) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listener_deliverys_webhook_id_names_its_change() {
+        assert_eq!(message_id("dlv_7_l"), "msg_7_l");
+        // A hand-edited recording's id is kept whole.
+        assert_eq!(message_id("mine"), "msg_mine");
+    }
 
     #[test]
     fn the_forward_address_must_be_http_or_https() {

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use shipment_sdk::model::{ListenerDelivery, ShipmentCode};
 
+use super::local_app::message_id;
 use crate::error::{FAILURE, Failure};
 
 /// Which changes are forwarded and printed: `--status` and `--code`, each
@@ -62,6 +63,17 @@ pub struct RecordedHeaders {
     /// made in one (absent from older recordings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// `webhook-id` (`msg_<change>_l`): what a Standard Webhooks receiver
+    /// removes duplicates by, kept for `replay` to send again (absent from
+    /// older recordings, where `replay` makes it from the delivery id as
+    /// `listen` does). The timestamp and signature are not kept: they are
+    /// made anew for each POST.
+    #[serde(
+        rename = "webhook-id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub webhook_id: Option<String>,
 }
 
 impl Recorded {
@@ -75,9 +87,19 @@ impl Recorded {
                 signature: delivery.signature.clone(),
                 delivery_id: delivery.delivery_id.clone(),
                 traceparent: delivery.traceparent.clone(),
+                webhook_id: Some(message_id(&delivery.delivery_id)),
             },
             body: delivery.body.clone(),
         }
+    }
+
+    /// Its `webhook-id`: as recorded, or for an older recording made from
+    /// its delivery id as `listen` makes it.
+    pub fn message_id(&self) -> String {
+        self.headers
+            .webhook_id
+            .clone()
+            .unwrap_or_else(|| message_id(&self.headers.delivery_id))
     }
 
     /// The delivery to POST again: its recorded headers and body.

@@ -1,11 +1,15 @@
 //! `shipctl replay FILE --forward-to URL`: the deliveries `shipctl listen
 //! --record FILE` kept, POSTed to a local app again, byte for byte with
-//! their original signature and delivery id.
+//! their body, delivery id and `webhook-id`.
 //!
 //! No service and no configuration are involved: a developer reruns
-//! yesterday's sequence of webhooks against a fixed local app. The
-//! signatures are those of the listener signing key of the time, so the
-//! app verifies them with that key.
+//! yesterday's sequence of webhooks against a fixed local app. A Standard
+//! Webhooks signature binds the time it was made, and receivers refuse one
+//! older than 5 minutes, so a recording keeps none: with the listener
+//! signing key (`--signing-key`), each delivery is signed anew, both ways,
+//! when it is POSTed; without it, it goes with its recorded
+//! `X-Service-Signature` (the key of the time) and no Standard Webhooks
+//! headers, and an expired signature is never presented as valid.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,7 +20,7 @@ use clap::Args;
 use shipment_sdk::model::ShipmentCode;
 use shipment_sdk::resources::listen::MAX_EVENT_BYTES;
 
-use super::local_app;
+use super::local_app::{self, Standard};
 use super::recording::{Filter, Recorded};
 use super::values::{parse_duration, parse_status};
 use crate::error::{FAILURE, Failure};
@@ -25,7 +29,7 @@ use crate::output::Format;
 
 /// `shipctl replay`.
 #[derive(Debug, Args)]
-#[command(after_help = REPLAY_EXIT_CODES)]
+#[command(after_help = REPLAY_EXIT_CODES, after_long_help = REPLAY_HELP)]
 pub struct ReplayArgs {
     /// The file `shipctl listen --record FILE` wrote (one JSON object per
     /// line, each at most 1 MiB), or a pipe such as /dev/stdin.
@@ -45,16 +49,58 @@ pub struct ReplayArgs {
     /// Longest the local app may take to answer a delivery.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Your listener signing key (whsec_..., as `shipctl listen
+    /// --print-secret` prints it): each delivery is signed anew with it
+    /// when it is POSTed, Standard Webhooks headers included (see --help).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "SHIPCTL_LISTENER_SIGNING_KEY",
+        hide_env_values = true
+    )]
+    pub signing_key: Option<String>,
 }
 
-/// The exit codes of `shipctl replay`.
-const REPLAY_EXIT_CODES: &str = "\
+/// The exit codes of `shipctl replay` (a macro, so the long help can
+/// include them with `concat!`).
+macro_rules! replay_exit_codes {
+    () => {
+        "\
 Exit codes:
   0  success: every delivery sent was answered below 400 (or none matched)
   1  at least one was not: a status of 400 or more, no answer, no connection
-  2  usage: a wrong flag or address, a file that cannot be read or has a line
-     that is not a recorded delivery or is longer than 1 MiB (from a file,
-     nothing is sent then; from a pipe, what came before it was sent)";
+  2  usage: a wrong flag, address or --signing-key, a file that cannot be read
+     or has a line that is not a recorded delivery or is longer than 1 MiB
+     (from a file, nothing is sent then; from a pipe, what came before it was
+     sent)"
+    };
+}
+
+/// The exit codes of `shipctl replay`, for `-h`.
+const REPLAY_EXIT_CODES: &str = replay_exit_codes!();
+
+/// The long help of `shipctl replay`, for `--help`.
+const REPLAY_HELP: &str = concat!(
+    "\
+Each recorded delivery is POSTed with its body bytes, X-Service-Delivery-Id
+(dlv_<change>_l) and webhook-id (msg_<change>_l), so the local app drops
+repeats as it would the service's.
+
+Timestamps: a Standard Webhooks receiver refuses a webhook-timestamp more than
+5 minutes from its clock, so a recording keeps no timestamp and no Standard
+Webhooks signature, and replay never sends an expired one as if it were valid:
+  - with --signing-key KEY (or SHIPCTL_LISTENER_SIGNING_KEY; your listener
+    signing key: `shipctl listen --print-secret`), each delivery is signed
+    anew when it is POSTed: webhook-timestamp is that moment, and
+    webhook-signature and X-Service-Signature are made with KEY;
+  - without it, each goes with the X-Service-Signature it was recorded with
+    (the listener signing key of that time) and without the Standard Webhooks
+    headers: an app that requires them refuses it, as it should refuse a
+    replay; one that checks X-Service-Signature verifies it.
+
+",
+    replay_exit_codes!()
+);
 
 /// The longest line `replay` reads, line ending aside: what `listen`
 /// reads of one event ([`MAX_EVENT_BYTES`], 1 MiB), so a file is read a
@@ -65,6 +111,9 @@ pub const MAX_LINE_BYTES: usize = MAX_EVENT_BYTES;
 /// Runs `shipctl replay`.
 pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Result<(), Failure> {
     let target = local_app::local_url(&args.forward_to)?;
+    if let Some(key) = &args.signing_key {
+        check_key(key)?;
+    }
     let file = open(&args.file)?;
     // A regular file is checked whole first, a line at a time, so a bad
     // line stops the replay before anything is sent rather than halfway
@@ -91,8 +140,19 @@ pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Resu
         if !filter.matches(&record.shipment_code, status.as_deref()) {
             continue;
         }
-        let delivery = record.delivery();
-        let line = local_app::post(&http, &target, &delivery, status).await;
+        let mut delivery = record.delivery();
+        let message_id = record.message_id();
+        let standard = match &args.signing_key {
+            Some(key) => {
+                delivery.signature = webhook_verify::sign(key, delivery.body.as_bytes());
+                Standard::Signed {
+                    message_id: &message_id,
+                    key,
+                }
+            }
+            None => Standard::Without,
+        };
+        let line = local_app::post(&http, &target, &delivery, standard, status).await;
         sent += 1;
         if line.error.is_some() {
             refused += 1;
@@ -102,6 +162,13 @@ pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Resu
     note(format!(
         "Replayed {sent} of {read} recorded deliveries to {target}"
     ));
+    if args.signing_key.is_none() && sent > 0 {
+        note(
+            "Sent with their recorded X-Service-Signature and without the Standard Webhooks \
+             headers; to sign them anew, now, give --signing-key (`shipctl listen \
+             --print-secret` prints the key)",
+        );
+    }
     if refused > 0 {
         return Err(Failure::new(
             FAILURE,
@@ -109,6 +176,19 @@ pub async fn exec(out: &mut dyn Write, format: Format, args: ReplayArgs) -> Resu
         ));
     }
     Ok(())
+}
+
+/// Checks `--signing-key` before anything is read or sent: a key that
+/// cannot sign Standard Webhooks (`whsec_` and base64) is a usage error.
+/// The key is not repeated in the message.
+fn check_key(key: &str) -> Result<(), Failure> {
+    match webhook_verify::standard::sign(key, "msg_0_l", 0, b"") {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Failure::usage(
+            "--signing-key is not a signing key: expected whsec_ followed by base64, as \
+             `shipctl listen --print-secret` prints it",
+        )),
+    }
 }
 
 fn open(path: &Path) -> Result<File, Failure> {
@@ -247,6 +327,29 @@ mod tests {
         let again: Recorded =
             serde_json::from_str(&serde_json::to_string(&records[0]).unwrap()).unwrap();
         assert_eq!(again, records[0]);
+    }
+
+    #[test]
+    fn an_older_recording_gets_its_webhook_id_from_the_delivery_id() {
+        let older = &parse(LINE).unwrap()[0];
+        assert_eq!(older.headers.webhook_id, None);
+        assert_eq!(older.message_id(), "msg_7_l");
+        let kept = LINE.replace(
+            r#""X-Service-Delivery-Id":"dlv_7_l""#,
+            r#""X-Service-Delivery-Id":"dlv_7_l","webhook-id":"msg_kept""#,
+        );
+        assert_eq!(parse(&kept).unwrap()[0].message_id(), "msg_kept");
+    }
+
+    #[test]
+    fn a_signing_key_must_be_whsec_and_base64() {
+        assert!(check_key("whsec_0123456789abcdefghijABCDEFGHIJKL").is_ok());
+        assert!(check_key("whsec_").is_err());
+        for bad in ["whsec_not base64!", "hunter2!"] {
+            let failure = check_key(bad).unwrap_err();
+            assert_eq!(failure.code, crate::error::USAGE);
+            assert!(!failure.message.contains(bad), "{}", failure.message);
+        }
     }
 
     #[test]

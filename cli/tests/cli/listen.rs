@@ -12,9 +12,9 @@ use axum::http::StatusCode;
 use shipment_testkit::{Db, TestApp, db_tests};
 
 use crate::listen_helpers::{
-    Got, Listening, STAND_IN_KEY, closed_url, create, event_stream, header, local_app,
-    local_app_with, merchant, ms_redacted, next_got, ready_event, shipctl_at, shipctl_for,
-    stand_in,
+    Got, Listening, STAND_IN_KEY, assert_standard, closed_url, create, event_stream, header,
+    local_app, local_app_with, merchant, ms_redacted, next_got, ready_event, shipctl_at,
+    shipctl_for, stand_in,
 };
 use crate::snapshot;
 use crate::terminal::{HOSTILE, SHOWN};
@@ -60,6 +60,7 @@ async fn listen_forwards_every_change_signed_to_a_local_app(server: &TestApp) {
         assert_eq!(delivery.headers["content-type"], "application/json");
         let id = header(delivery, "x-service-delivery-id");
         assert!(id.starts_with("dlv_") && id.ends_with("_l"), "{id}");
+        assert_standard(delivery, &key);
         let body: serde_json::Value = serde_json::from_slice(&delivery.body).unwrap();
         assert_eq!(body["code"], code.as_str());
         versions.push(body["version"].as_i64().unwrap());

@@ -273,8 +273,9 @@ pub(crate) fn ready_event(key: &str) -> String {
     )
 }
 
-/// The signing key a stand-in stream shows.
-pub(crate) const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJ";
+/// The signing key a stand-in stream shows: of the shape the service
+/// makes (`whsec_` and 32 base62), base64 as Standard Webhooks needs.
+pub(crate) const STAND_IN_KEY: &str = "whsec_0123456789abcdefghijABCDEFGHIJKL";
 
 /// A `shipctl` at `base` (a stand-in, or nothing), with a key that looks
 /// right.
@@ -330,4 +331,26 @@ pub(crate) fn receive(received: &mpsc::Receiver<Got>, n: usize) -> Vec<Got> {
 
 pub(crate) fn header<'a>(got: &'a Got, name: &str) -> &'a str {
     got.headers[name].to_str().unwrap()
+}
+
+/// Asserts that `got` carries the Standard Webhooks headers as `shipctl`
+/// signs them with `key` when it POSTs: `webhook-id` `msg_<change>_l` for
+/// the delivery id `dlv_<change>_l`, a `webhook-timestamp` of the last
+/// minute, and the signature the key makes over them and the body.
+pub(crate) fn assert_standard(got: &Got, key: &str) {
+    use webhook_verify::standard::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+    let delivery_id = header(got, "x-service-delivery-id");
+    let id = header(got, ID_HEADER);
+    assert_eq!(
+        Some(id),
+        delivery_id
+            .strip_prefix("dlv_")
+            .map(|c| format!("msg_{c}"))
+            .as_deref()
+    );
+    let timestamp: i64 = header(got, TIMESTAMP_HEADER).parse().unwrap();
+    let age = chrono::Utc::now().timestamp() - timestamp;
+    assert!((0..60).contains(&age), "signed {age} s ago");
+    let expected = sign(key, id, timestamp, &got.body).unwrap();
+    assert_eq!(header(got, SIGNATURE_HEADER), expected);
 }

@@ -17,8 +17,8 @@ use shipment_testkit::{TestApp, db_tests};
 
 use crate::helpers::{Run, Shipctl};
 use crate::listen_helpers::{
-    Got, Listening, STAND_IN_KEY, closed_base, create, event_stream, header, local_app, merchant,
-    ms_redacted, ready_event, receive, shipctl_at, shipctl_for, stand_in,
+    Got, Listening, STAND_IN_KEY, assert_standard, closed_base, create, event_stream, header,
+    local_app, merchant, ms_redacted, ready_event, receive, shipctl_at, shipctl_for, stand_in,
 };
 use crate::snapshot;
 
@@ -627,6 +627,55 @@ async fn the_recording_holds_every_delivery_and_replays_without_a_server() {
     assert_eq!(lines[3]["delivery_id"], "dlv_3_l");
     assert_eq!(lines[3]["status"], "assigned_to_driver");
     assert_eq!(lines[3]["response_status"], 200);
+
+    // The recording keeps each webhook-id (not the earlier line, written
+    // before there were any); without the key, no Standard Webhooks
+    // header is sent, and the note says how to sign them anew.
+    let kept: Vec<Option<&str>> = recorded
+        .iter()
+        .map(|r| r["headers"]["webhook-id"].as_str())
+        .collect();
+    assert_eq!(
+        kept,
+        [None, Some("msg_1_l"), Some("msg_2_l"), Some("msg_3_l")]
+    );
+    for got in &got {
+        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+            assert!(!got.headers.contains_key(name), "{name} sent without a key");
+        }
+    }
+    assert!(replay.stderr.contains("give --signing-key"), "{replay}");
+    // With the listener signing key, each is signed anew when it is sent:
+    // a timestamp of now, the webhook-id kept (made from the delivery id
+    // for the earlier line), both signatures with that key.
+    let resigned = replay_offline(&recording, &url, &["--signing-key", STAND_IN_KEY])
+        .await
+        .ok();
+    let got = receive(&received, 4);
+    assert_eq!(got.len(), 4, "{resigned}");
+    for (got, r) in got.iter().zip(&recorded) {
+        assert_sent_as_recorded(got, r, STAND_IN_KEY);
+        assert_standard(got, STAND_IN_KEY);
+    }
+    assert!(
+        !resigned.stderr.contains("give --signing-key"),
+        "{resigned}"
+    );
+    // A key that cannot sign is a usage error, before anything is sent,
+    // and the message does not repeat it.
+    let bad = "whsec_not base64!";
+    let run = replay_offline(&recording, &url, &["--signing-key", bad])
+        .await
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("--signing-key is not a signing key"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains(bad), "{run}");
+    assert!(
+        received.recv_timeout(Duration::from_millis(300)).is_err(),
+        "nothing sent"
+    );
 
     // A file with a bad line sends nothing.
     let mut file = std::fs::OpenOptions::new()

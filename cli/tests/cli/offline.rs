@@ -214,6 +214,15 @@ fn help_texts_read_well() {
         "help_webhooks_verify",
         shipctl.run(&["webhooks", "verify", "-h"]).ok().stdout
     );
+    // What each says of the Standard Webhooks headers and their timestamps.
+    snapshot!(
+        "help_listen",
+        shipctl.run(&["listen", "--help"]).ok().stdout
+    );
+    snapshot!(
+        "help_replay",
+        shipctl.run(&["replay", "--help"]).ok().stdout
+    );
 }
 
 #[test]
