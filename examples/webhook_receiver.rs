@@ -2,8 +2,15 @@
 //!
 //! A complete webhook receiver for shipment deliveries:
 //!
-//! 1. `VerifiedJson<Shipment>` checks `X-Service-Signature` against the raw
-//!    body before the handler runs, and answers `401` to a bad signature.
+//! 1. `VerifiedJson<Shipment>` checks the Standard Webhooks headers
+//!    (`webhook-id`, `webhook-timestamp`, `webhook-signature`) against the
+//!    raw body before the handler runs, and answers `401` to a bad
+//!    signature or to a timestamp more than 5 minutes from this clock (a
+//!    captured delivery replayed later). The verifier requires that scheme
+//!    (`require_standard`), which every delivery of the service carries:
+//!    one with `X-Service-Signature` alone (the same capture with the three
+//!    headers stripped) is refused too, since that signature, over the body
+//!    alone, would verify forever.
 //! 2. The handler only queues the shipment and answers `202 Accepted`: the
 //!    service expects an answer within seconds and never retries, so slow
 //!    work must not hold the response.
@@ -62,7 +69,8 @@ async fn main() -> anyhow::Result<()> {
         .context(
             "no signing key: set WEBHOOK_SIGNING_KEYS to the key shown when the webhook was \
              registered (several, comma separated, while rotating)",
-        )?;
+        )?
+        .require_standard();
     let addr = std::env::var("LISTEN_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
 
     let (work, queue) = mpsc::channel(QUEUE);
