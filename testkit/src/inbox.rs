@@ -8,10 +8,9 @@ use webhook_verify::Verifier;
 use crate::receiver::{Received, WAIT, WebhookReceiver};
 
 /// Whether a new inbox refuses deliveries without the Standard Webhooks
-/// headers ([`WebhookInbox::require_standard_headers`]). Off while the
-/// server is taught to send them; on, a delivery that lacks them fails the
-/// test, as every delivery must carry them.
-const STANDARD_HEADERS_REQUIRED: bool = false;
+/// headers ([`WebhookInbox::require_standard_headers`]): the server sends
+/// them on every delivery, so one that lacks them fails the test.
+const STANDARD_HEADERS_REQUIRED: bool = true;
 
 /// The header that names a delivery (the same on a redelivery or a
 /// duplicate of it).
