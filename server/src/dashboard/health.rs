@@ -73,7 +73,11 @@ impl Per {
     /// (on the hour, UTC), every day.
     fn label(self, b: &Bucket) -> Option<String> {
         match self {
-            Per::Hour => (b.from.hour() % 6 == 0).then(|| b.from.format("%H:%M").to_string()),
+            Per::Hour => b
+                .from
+                .hour()
+                .is_multiple_of(6)
+                .then(|| b.from.format("%H:%M").to_string()),
             Per::Day => Some(b.from.format("%a %-d").to_string()),
         }
     }
@@ -145,7 +149,7 @@ fn chart(per: Per, chart: &Chart) -> Markup {
     let slot = plot_width / chart.buckets.len().max(1) as f64;
     let height = |n: u64| n as f64 / top as f64 * plot_height;
     let mut ticks = vec![0, top];
-    if top % 2 == 0 {
+    if top.is_multiple_of(2) {
         ticks.insert(1, top / 2);
     }
     html! {
