@@ -27,6 +27,8 @@ pub use crate::store::webhooks::DeliveryRecord;
 /// change rows the API does not show, or stop the database under a server.
 pub use crate::store::{Pool, PoolSettings, Store, StoreError};
 
+/// How many webhooks failing now the dashboard's overview lists.
+pub use crate::app::webhooks::MAX_FAILING_SHOWN;
 /// How many listener streams a merchant may hold open at once.
 pub use crate::webhooks::listeners::MAX_LISTENERS_PER_MERCHANT;
 /// The webhook dispatcher, for tests and the benchmark that run one

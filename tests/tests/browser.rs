@@ -3,6 +3,9 @@
 //! server, on SQLite and PostgreSQL. Each test has its own server and its
 //! own chromedriver on a free port.
 //!
+//! Every page a walk checks is run through axe-core (the copy in
+//! `tests/vendor/axe-core`), which must find nothing wrong.
+//!
 //! Without chromedriver the tests fail under CI (`CI` set) and print
 //! `SKIPPED (no chromedriver)` elsewhere. The SQLite run writes a
 //! screenshot of every page it visits to `target/screenshots/<page>.png`.
@@ -16,14 +19,23 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use shipment_sdk::model::{MerchantId, WebhookId};
-use shipment_testkit::{Db, Fixture, TestApp, db_tests, send};
+use shipment_testkit::{Db, Fixture, TestApp, WebhookReceiver, db_tests, send};
 
 db_tests!(
     a_merchant_manages_keys_and_webhooks_and_signs_out,
     a_merchant_follows_shipments_through_the_pages,
     support_redelivers_failed_deliveries_from_the_pages,
     no_page_scrolls_sideways_on_a_phone,
+    delivery_health_reads_on_a_phone_and_to_a_screen_reader,
 );
+
+/// axe-core, run in each page a walk checks (`tests/vendor/axe-core` says
+/// which version, and why it is kept there).
+const AXE: &str = include_str!("../vendor/axe-core/axe.min.js");
+
+/// What axe-core checks: WCAG 2.1 at levels A and AA, and its own best
+/// practices.
+const AXE_RULES: &str = "['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']";
 
 /// How long a page may take to show what a step waits for.
 const WAIT: Duration = Duration::from_secs(15);
@@ -222,7 +234,39 @@ impl Walk<'_> {
             json!([]),
             "{name}: form controls without a label"
         );
+        self.axe_clean(name).await;
         self.screenshot(name).await;
+    }
+
+    /// axe-core finds nothing wrong with the page ([`AXE_RULES`]); each
+    /// violation is named with the elements it was found on.
+    async fn axe_clean(&self, name: &str) {
+        let violations = self.axe_violations(name).await;
+        assert_eq!(violations, json!([]), "{name}: axe-core finds violations");
+    }
+
+    /// What axe-core finds wrong with the page: one line per rule broken,
+    /// `id (impact): help at element, …`.
+    async fn axe_violations(&self, name: &str) -> serde_json::Value {
+        // Loaded into each page anew: a navigation forgets it. Run through
+        // WebDriver, which the page's CSP does not govern.
+        let loaded = self
+            .client
+            .execute(&format!("{AXE}\nreturn typeof window.axe;"), vec![])
+            .await
+            .expect("load axe-core");
+        assert_eq!(loaded, json!("object"), "{name}: axe-core did not load");
+        let script = format!(
+            "const done = arguments[arguments.length - 1];\
+             axe.run(document, {{ runOnly: {{ type: 'tag', values: {AXE_RULES} }} }})\
+               .then(r => done(r.violations.map(v => v.id + ' (' + v.impact + '): ' + v.help\
+                 + ' at ' + v.nodes.map(n => n.target.join(' ')).join(', '))))\
+               .catch(e => done(['axe-core failed: ' + e]));"
+        );
+        self.client
+            .execute_async(&script, vec![])
+            .await
+            .expect("run axe-core")
     }
 
     /// Saves the page as `target/screenshots/<name>.png` (when this walk
@@ -639,15 +683,16 @@ async fn support_redelivers_failed_deliveries_from_the_pages(server: &TestApp) {
 }
 
 /// What a phone shows of a page: the page's width and the viewport's, and
-/// each table cell with text in it: its column, its left and right edges,
-/// and the width its text has.
+/// each table cell with text in it that is shown (not in a folded
+/// `<details>`): its column, its left and right edges, and the width its
+/// text has.
 async fn phone_layout(walk: &Walk<'_>) -> (f64, f64, Vec<(String, f64, f64, f64)>) {
     let got = walk
         .client
         .execute(
             "const d = document.documentElement;\
              const cells = Array.from(document.querySelectorAll('td'))\
-               .filter(td => td.textContent.trim() !== '')\
+               .filter(td => td.textContent.trim() !== '' && td.getClientRects().length > 0)\
                .map(td => { const r = td.getBoundingClientRect(); const s = getComputedStyle(td);\
                  return [td.dataset.label || '', r.left, r.right,\
                    r.width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)]; });\
@@ -671,6 +716,23 @@ async fn phone_layout(walk: &Walk<'_>) -> (f64, f64, Vec<(String, f64, f64, f64)
         })
         .collect();
     (number(&got[0]), number(&got[1]), cells)
+}
+
+/// Nothing of a page measured by [`phone_layout`] lies beyond the screen:
+/// it does not scroll sideways, and every cell is inside it with room for
+/// more than a few letters a line.
+fn fits_a_phone(path: &str, scroll: f64, view: f64, cells: &[(String, f64, f64, f64)]) {
+    assert!(scroll <= view, "{path} scrolls sideways: {scroll} > {view}");
+    for (column, left, right, text_width) in cells {
+        assert!(
+            *left >= 0.0 && *right <= view,
+            "{path}: the {column:?} cell is off the screen ({left}..{right} of {view})"
+        );
+        assert!(
+            *text_width >= 160.0,
+            "{path}: the {column:?} cell leaves its text {text_width} px"
+        );
+    }
 }
 
 /// At 390 px no page scrolls sideways, and the tables stay readable: every
@@ -756,17 +818,7 @@ async fn no_page_scrolls_sideways_on_a_phone(server: &TestApp) {
         walk.goto(path).await;
         let (scroll, view, cells) = phone_layout(&walk).await;
         walk.screenshot(&format!("phone-{name}")).await;
-        assert!(scroll <= view, "{path} scrolls sideways: {scroll} > {view}");
-        for (column, left, right, text_width) in &cells {
-            assert!(
-                *left >= 0.0 && *right <= view,
-                "{path}: the {column:?} cell is off the screen ({left}..{right} of {view})"
-            );
-            assert!(
-                *text_width >= 160.0,
-                "{path}: the {column:?} cell leaves its text {text_width} px"
-            );
-        }
+        fits_a_phone(path, scroll, view, &cells);
         if path == "/shipments" {
             for column in [
                 "Code",
@@ -784,4 +836,132 @@ async fn no_page_scrolls_sideways_on_a_phone(server: &TestApp) {
         }
     }
     walk.client.close().await.expect("close the browser");
+}
+
+/// The left and right edges of each chart's drawing on the page.
+async fn chart_edges(walk: &Walk<'_>) -> Vec<(f64, f64)> {
+    let got = walk
+        .client
+        .execute(
+            "return Array.from(document.querySelectorAll('svg.chart-drawing'))\
+               .map(s => { const r = s.getBoundingClientRect(); return [r.left, r.right]; });",
+            vec![],
+        )
+        .await
+        .expect("measure the charts");
+    got.as_array()
+        .expect("charts")
+        .iter()
+        .map(|e| (e[0].as_f64().unwrap(), e[1].as_f64().unwrap()))
+        .collect()
+}
+
+/// A webhook's delivery health (its charts, their tables opened) and the
+/// overview's webhooks failing now, in a desktop's window and on a phone:
+/// the charts and tables fit the phone's screen, and axe-core finds nothing
+/// wrong with either page in either.
+async fn delivery_health_reads_on_a_phone_and_to_a_screen_reader(server: &TestApp) {
+    let Some(driver) = Driver::start() else {
+        return;
+    };
+    let f = server.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = server.login(&email, &password).await;
+    let up = WebhookReceiver::start(StatusCode::OK, Duration::ZERO).await;
+    let down = WebhookReceiver::start(StatusCode::INTERNAL_SERVER_ERROR, Duration::ZERO).await;
+    let mut ids = Vec::new();
+    for url in [&up.url, &down.url] {
+        let (status, hook) = send(
+            server
+                .bearer(Method::POST, "/webhooks", &token)
+                .json(&json!({ "url": url })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{hook}");
+        ids.push(hook["webhook_id"].as_i64().unwrap());
+    }
+    for _ in 0..3 {
+        let code = server.create_default(&f).await["code"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        server.advance(&f, &code, "in_transit").await;
+    }
+    let deadline = Instant::now() + WAIT;
+    while server.store.outbox_backlog().await.unwrap().depth > 0 {
+        assert!(Instant::now() < deadline, "the outbox never drained");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(up.received().len(), 9, "three changes of three shipments");
+
+    for (client, prefix) in [
+        (driver.browser().await, ""),
+        (driver.phone().await, "phone-"),
+    ] {
+        // No screenshots while signing in: the other tests take those.
+        let mut walk = Walk {
+            client,
+            server,
+            screenshots: false,
+        };
+        walk.sign_in(&f).await;
+        walk.screenshots = server.db == Db::Sqlite;
+        for (id, name) in [(ids[0], "webhook-health"), (ids[1], "webhook-failing")] {
+            let path = format!("/webhooks/{id}");
+            walk.goto(&path).await;
+            let page = walk.wait_for_text("Delivery health").await;
+            assert_eq!(page.contains("Failing now."), id == ids[1], "{path}");
+            assert!(
+                page.contains("9 deliveries in the last 24 hours: "),
+                "{path}"
+            );
+            for chart in ["chart-hours", "chart-days"] {
+                walk.click(&format!("#{chart} summary")).await;
+            }
+            let (scroll, view, cells) = phone_layout(&walk).await;
+            if !prefix.is_empty() {
+                fits_a_phone(&path, scroll, view, &cells);
+                // 24 rows of the hourly table and 7 of the daily, opened.
+                let delivered = cells.iter().filter(|(c, ..)| c == "Delivered").count();
+                assert!(
+                    delivered >= 31,
+                    "{path}: the tables are not shown: {cells:?}"
+                );
+            }
+            let charts = chart_edges(&walk).await;
+            assert_eq!(charts.len(), 2, "{path}");
+            for (left, right) in charts {
+                assert!(
+                    left >= 0.0 && right <= view && right - left > 200.0,
+                    "{path}: a chart at {left}..{right} of {view}"
+                );
+            }
+            walk.check_page(&format!("{prefix}{name}")).await;
+        }
+        walk.goto("/").await;
+        let overview = walk.wait_for_text("Webhooks failing now").await;
+        assert!(overview.contains(&down.url) && !overview.contains(&up.url));
+        assert!(overview.contains("Shipments by status"));
+        let (scroll, view, cells) = phone_layout(&walk).await;
+        if !prefix.is_empty() {
+            fits_a_phone("/", scroll, view, &cells);
+        }
+        walk.check_page(&format!("{prefix}overview-health")).await;
+        // The check can fail: a button without a name is found.
+        walk.client
+            .execute(
+                "document.querySelector('main').append(document.createElement('button'));",
+                vec![],
+            )
+            .await
+            .expect("add a button");
+        let found = walk.axe_violations("a nameless button").await;
+        assert!(
+            found.as_array().is_some_and(|v| v
+                .iter()
+                .any(|v| v.as_str().is_some_and(|v| v.starts_with("button-name")))),
+            "axe-core missed a button without a name: {found}"
+        );
+        walk.client.close().await.expect("close the browser");
+    }
 }

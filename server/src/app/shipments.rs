@@ -6,7 +6,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 use shipment_sdk::model::{
     ConfirmationCode, CourierId, CreateShipment, DriverId, IdempotencyKey, MerchantId, Page,
-    Shipment, ShipmentCode,
+    Shipment, ShipmentCode, Status,
 };
 
 use super::{AppState, Error, Result};
@@ -118,6 +118,38 @@ pub(crate) async fn list_shipments(
 ) -> Result<Page<ListedShipment>> {
     let (data, total) = state.listed.page(&state.store, actor, query).await?;
     Ok(Page::new(data, query.page, query.page_size, total))
+}
+
+/// How many of the merchant's shipments are in each status, from the kept
+/// counts: the statuses that have any, in lifecycle order (a status this
+/// version does not know, last).
+pub(crate) async fn shipments_by_status(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<Vec<(Status, u64)>> {
+    let mut counts: Vec<(Status, u64)> = state
+        .store
+        .shipments_by_status(merchant_id)
+        .await?
+        .into_iter()
+        .filter_map(|(status, n)| {
+            let n = u64::try_from(n).ok().filter(|n| *n > 0)?;
+            let status = Status::parse_known(&status).unwrap_or(Status::Unknown(status));
+            Some((status, n))
+        })
+        .collect();
+    let place = |s: &Status| {
+        Status::KNOWN
+            .iter()
+            .position(|k| k == s)
+            .unwrap_or(Status::KNOWN.len())
+    };
+    counts.sort_by(|(a, _), (b, _)| {
+        place(a)
+            .cmp(&place(b))
+            .then_with(|| a.as_str().cmp(b.as_str()))
+    });
+    Ok(counts)
 }
 
 /// The merchant's shipment with this code: not found when no shipment has

@@ -1,5 +1,6 @@
 //! Webhooks of a merchant: registered (the URL checked, the signing key
-//! shown once), listed, switched on and off, deleted, their delivery log,
+//! shown once), listed, switched on and off, deleted, their delivery log
+//! and its health (the dashboard's charts, the webhooks failing now),
 //! redelivery on request, and a shipment's delivery history; and the
 //! merchant's shipment signing key.
 
@@ -11,6 +12,7 @@ use shipment_sdk::model::{
 
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
+use crate::domain::delivery_health::{self, Charts, HourCount, Span};
 use crate::domain::keys;
 use crate::domain::validation::webhook_url;
 use crate::store::StoreError;
@@ -367,4 +369,66 @@ pub(crate) async fn shipment_deliveries(
         page_size,
         total,
     ))
+}
+
+/// A webhook's delivery health, for its dashboard page: its attempts in
+/// the last 24 hours and 7 days, its latest attempt and its latest failure.
+#[derive(Debug, Clone)]
+pub(crate) struct DeliveryHealth {
+    /// The hourly and daily bars, from the delivery log.
+    pub charts: Charts,
+    /// The latest attempt, if any: whether the webhook is failing now.
+    pub latest: Option<Delivery>,
+    /// The latest failed attempt, if any.
+    pub last_failure: Option<Delivery>,
+}
+
+/// The delivery health of webhook `id` at `now`, counted from its delivery
+/// log. Empty (no attempts) for a webhook that is not the merchant's: the
+/// store's queries are bounded by merchant as well as by webhook, and the
+/// page asks for its webhook first ([`delivery_log`]).
+pub(crate) async fn delivery_health(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: WebhookId,
+    now: DateTime<Utc>,
+) -> Result<DeliveryHealth> {
+    let span = Span::at(now);
+    let counts: Vec<HourCount> = state
+        .store
+        .hourly_delivery_counts(merchant_id, id, span.since, span.until)
+        .await?
+        .into_iter()
+        .map(|c| HourCount {
+            hour: c.hour,
+            succeeded: u64::try_from(c.succeeded).unwrap_or(0),
+            failed: u64::try_from(c.failed).unwrap_or(0),
+        })
+        .collect();
+    let (latest, last_failure) = state.store.latest_deliveries(merchant_id, id).await?;
+    Ok(DeliveryHealth {
+        charts: delivery_health::charts(span, &counts),
+        latest: latest.map(delivery).transpose()?,
+        last_failure: last_failure.map(delivery).transpose()?,
+    })
+}
+
+/// The most webhooks failing now that the overview lists; it says when
+/// there are more (a merchant may register any number of webhooks).
+pub const MAX_FAILING_SHOWN: u32 = 20;
+
+/// The merchant's active webhooks whose latest attempt failed, each as that
+/// attempt, by webhook id: at most [`MAX_FAILING_SHOWN`], and whether more
+/// are failing.
+pub(crate) async fn failing_webhooks(
+    state: &AppState,
+    merchant_id: MerchantId,
+) -> Result<(Vec<Delivery>, bool)> {
+    let mut rows = state
+        .store
+        .failing_webhooks(merchant_id, MAX_FAILING_SHOWN + 1)
+        .await?;
+    let more = rows.len() > MAX_FAILING_SHOWN as usize;
+    rows.truncate(MAX_FAILING_SHOWN as usize);
+    Ok((rows.into_iter().map(delivery).collect::<Result<_>>()?, more))
 }

@@ -21,6 +21,7 @@ use crate::app::AppState;
 mod api_keys;
 mod auth;
 mod deliveries;
+mod health;
 mod layout;
 mod overview;
 mod page;

@@ -27,7 +27,8 @@ fn list_query(raw: &str) -> Result<ListQuery, String> {
     ListQuery::parse(&kept).map_err(|e| layout::sentence(&e.detail))
 }
 
-fn list_href(status: Option<&Status>, page: u32) -> String {
+/// The list's address, filtered by `status` (or not), at `page`.
+pub(crate) fn list_href(status: Option<&Status>, page: u32) -> String {
     let mut query = url::form_urlencoded::Serializer::new(String::new());
     if let Some(s) = status {
         query.append_pair("status", s.as_str());

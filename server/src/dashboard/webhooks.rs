@@ -1,6 +1,7 @@
 //! Webhook pages: the list, register (the signing key shown once), enable
-//! and disable, delete with a confirmation, each webhook's delivery log
-//! with its redelivery forms, and rotating the shipment signing key.
+//! and disable, delete with a confirmation, each webhook's delivery health
+//! (its charts, in `health`) and delivery log with its redelivery forms,
+//! and rotating the shipment signing key.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -9,11 +10,12 @@ use maud::{Markup, html};
 use shipment_sdk::model::{Webhook, WebhookId};
 
 use super::deliveries::{Back, Queued, deliveries_table};
+use super::health;
 use super::layout::{self, Section, Tone};
 use super::page::{Page, PageError, PageResult, see_other, status_of};
 use super::session::{Signed, SignedForm};
 use crate::app::AppState;
-use crate::app::webhooks::{self, delivery_log, get_webhook};
+use crate::app::webhooks::{self, delivery_health, delivery_log, get_webhook};
 use crate::app::{self, numeric_id};
 use crate::domain::list_query::parse_page;
 
@@ -208,9 +210,11 @@ pub(crate) struct RedeliverFields {
     pub until: String,
 }
 
-/// `GET /webhooks/{id}?page=N`: the webhook, a page of its delivery log
-/// (with a Redeliver button on each failure), and "Redeliver failures
-/// since…"; after a redelivery form, a notice of what was queued.
+/// `GET /webhooks/{id}?page=N`: the webhook, its delivery health (charts
+/// of the last 24 hours and 7 days, success rates, last failure), a page
+/// of its delivery log (with a Redeliver button on each failure), and
+/// "Redeliver failures since…"; after a redelivery form, a notice of what
+/// was queued.
 pub(crate) async fn show_webhook(
     State(state): State<AppState>,
     signed: Signed,
@@ -248,6 +252,7 @@ pub(crate) async fn webhook_page(
     let (w, log) = delivery_log(state, signed.merchant_id(), id, page, page_size)
         .await?
         .ok_or(PageError::NotFound(NO_SUCH_WEBHOOK))?;
+    let health = delivery_health(state, signed.merchant_id(), id, chrono::Utc::now()).await?;
     let since = if fields.since.is_empty() {
         // A day back, to the minute, as the field shows it.
         (chrono::Utc::now() - chrono::Duration::days(1))
@@ -269,6 +274,7 @@ pub(crate) async fn webhook_page(
                 a.button.button-small.button-danger href={ "/webhooks/" (w.webhook_id) "/delete" } { "Delete" }
             }
         }
+        (health::section(&health))
         section {
             h2 { "Delivery log" }
             @if log.data.is_empty() {

@@ -4,6 +4,7 @@
 pub(crate) mod actor;
 pub(crate) mod code;
 pub(crate) mod confirmation;
+pub(crate) mod delivery_health;
 pub(crate) mod email;
 pub(crate) mod fee;
 mod field;

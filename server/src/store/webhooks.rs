@@ -1,10 +1,11 @@
-//! Registered webhooks, their delivery log, a shipment's delivery
-//! history, and the merchant's shipment signing key.
+//! Registered webhooks, their delivery log (and its counts for the
+//! dashboard's charts), a shipment's delivery history, and the merchant's
+//! shipment signing key.
 
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{MerchantId, WebhookId};
 
-use super::{Store, StoreError, Tx, now};
+use super::{Backend, Store, StoreError, Tx, now};
 
 const CREATE_WEBHOOK: &str = "INSERT INTO webhooks \
                               (merchant_id, url, signing_key_encrypted, active, created_at) \
@@ -16,6 +17,64 @@ const SET_SHIPMENT_SIGNING_KEY: &str = "INSERT INTO shipment_signing_keys \
                                         created_at = excluded.created_at";
 const SHIPMENT_SIGNING_KEY: &str =
     "SELECT signing_key_encrypted FROM shipment_signing_keys WHERE merchant_id = $1";
+
+/// The columns of a [`DeliveryRecord`].
+macro_rules! delivery_columns {
+    () => {
+        "id, webhook_id, url, shipment_code, version, status_code, error, duration_ms, \
+         delivered_at, redelivery_of"
+    };
+}
+
+/// A webhook's delivery log (`$1`, of merchant `$2`) counted by hour from
+/// `$3` (a whole hour) until `$4`: the hour's number from `$3`, and its
+/// attempts that succeeded (no error) and failed. A range scan of
+/// `webhook_deliveries_by_webhook_time`, at most a span's hours in groups.
+/// SQLite keeps times as RFC 3339 text, which `strftime('%s', …)` reads
+/// as whole Unix seconds (the range compares the text, whose order is the
+/// time's: every row is written in the same form, in UTC).
+pub(super) const HOURLY_COUNTS_SQLITE: &str = "SELECT (CAST(strftime('%s', delivered_at) AS INTEGER) \
+     - CAST(strftime('%s', $3) AS INTEGER)) / 3600 AS hour, \
+     SUM(CASE WHEN error IS NULL THEN 1 ELSE 0 END) AS succeeded, \
+     SUM(CASE WHEN error IS NULL THEN 0 ELSE 1 END) AS failed \
+     FROM webhook_deliveries WHERE webhook_id = $1 AND merchant_id = $2 \
+     AND delivered_at >= $3 AND delivered_at < $4 GROUP BY hour ORDER BY hour";
+
+/// [`HOURLY_COUNTS_SQLITE`] on PostgreSQL, whose `EXTRACT(EPOCH …)` is a
+/// fraction: rounded down, so a row at 20:59:59.9 stays in 20:00.
+pub(super) const HOURLY_COUNTS_POSTGRES: &str = "SELECT \
+     CAST(FLOOR(EXTRACT(EPOCH FROM (delivered_at - $3)) / 3600) AS BIGINT) AS hour, \
+     SUM(CASE WHEN error IS NULL THEN 1 ELSE 0 END) AS succeeded, \
+     SUM(CASE WHEN error IS NULL THEN 0 ELSE 1 END) AS failed \
+     FROM webhook_deliveries WHERE webhook_id = $1 AND merchant_id = $2 \
+     AND delivered_at >= $3 AND delivered_at < $4 GROUP BY hour ORDER BY hour";
+
+/// The latest attempt to webhook `$1` of merchant `$2` (a probe of
+/// `webhook_deliveries_by_webhook`).
+const LATEST_DELIVERY: &str = concat!(
+    "SELECT ",
+    delivery_columns!(),
+    " FROM webhook_deliveries WHERE webhook_id = $1 AND merchant_id = $2 \
+     ORDER BY id DESC LIMIT 1"
+);
+
+/// The latest failed attempt to webhook `$1` of merchant `$2` (a probe of
+/// the partial index `webhook_deliveries_failed`).
+const LAST_FAILURE: &str = concat!(
+    "SELECT ",
+    delivery_columns!(),
+    " FROM webhook_deliveries WHERE webhook_id = $1 AND merchant_id = $2 \
+     AND error IS NOT NULL ORDER BY delivered_at DESC LIMIT 1"
+);
+
+/// The latest attempt of each active webhook of merchant `$1` whose latest
+/// attempt failed, by webhook, at most `$2`: one probe of
+/// `webhook_deliveries_by_webhook` per webhook of the merchant.
+const FAILING_NOW: &str = "SELECT d.id, d.webhook_id, d.url, d.shipment_code, d.version, \
+     d.status_code, d.error, d.duration_ms, d.delivered_at, d.redelivery_of \
+     FROM webhooks w JOIN webhook_deliveries d ON d.id = \
+     (SELECT l.id FROM webhook_deliveries l WHERE l.webhook_id = w.id ORDER BY l.id DESC LIMIT 1) \
+     WHERE w.merchant_id = $1 AND w.active AND d.error IS NOT NULL ORDER BY w.id LIMIT $2";
 
 /// A registered webhook with its sealed signing key, as declared fixtures
 /// compare it.
@@ -57,12 +116,16 @@ pub struct DeliveryRecord {
     pub redelivery_of: Option<i64>,
 }
 
-/// The columns of a [`DeliveryRecord`].
-macro_rules! delivery_columns {
-    () => {
-        "id, webhook_id, url, shipment_code, version, status_code, error, duration_ms, \
-         delivered_at, redelivery_of"
-    };
+/// One hour of a webhook's delivery log, as [`HOURLY_COUNTS_SQLITE`]
+/// counts it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct HourlyCount {
+    /// Whole hours from the start of the range.
+    pub hour: i64,
+    /// Attempts without an error.
+    pub succeeded: i64,
+    /// Attempts with one.
+    pub failed: i64,
 }
 
 impl Store {
@@ -208,6 +271,69 @@ impl Store {
             .fetch_all()
             .await?;
         Ok((rows, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// Webhook `webhook_id`'s delivery log (if it is merchant
+    /// `merchant_id`'s) counted by hour, in `[since, until)`: hour `n` is
+    /// `[since + n h, since + (n + 1) h)`, so `since` must be a whole hour
+    /// (UTC). Only hours with attempts are listed, oldest first.
+    pub(crate) async fn hourly_delivery_counts(
+        &self,
+        merchant_id: MerchantId,
+        webhook_id: WebhookId,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<HourlyCount>, StoreError> {
+        let sql = match self.backend() {
+            Backend::Sqlite => HOURLY_COUNTS_SQLITE,
+            Backend::Postgres => HOURLY_COUNTS_POSTGRES,
+        };
+        Ok(self
+            .query(sql)
+            .bind(webhook_id.get())
+            .bind(merchant_id.get())
+            .bind(since)
+            .bind(until)
+            .fetch_all()
+            .await?)
+    }
+
+    /// The latest attempt to webhook `webhook_id` of merchant
+    /// `merchant_id`, and its latest failed one (the same row when the
+    /// latest failed).
+    pub(crate) async fn latest_deliveries(
+        &self,
+        merchant_id: MerchantId,
+        webhook_id: WebhookId,
+    ) -> Result<(Option<DeliveryRecord>, Option<DeliveryRecord>), StoreError> {
+        let latest = self
+            .query(LATEST_DELIVERY)
+            .bind(webhook_id.get())
+            .bind(merchant_id.get())
+            .fetch_optional()
+            .await?;
+        let failure = self
+            .query(LAST_FAILURE)
+            .bind(webhook_id.get())
+            .bind(merchant_id.get())
+            .fetch_optional()
+            .await?;
+        Ok((latest, failure))
+    }
+
+    /// The merchant's active webhooks whose latest attempt failed, as that
+    /// attempt, by webhook id, at most `limit`.
+    pub(crate) async fn failing_webhooks(
+        &self,
+        merchant_id: MerchantId,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        Ok(self
+            .query(FAILING_NOW)
+            .bind(merchant_id.get())
+            .bind(i64::from(limit))
+            .fetch_all()
+            .await?)
     }
 
     /// Creates or replaces the merchant's shipment signing key (sealed).

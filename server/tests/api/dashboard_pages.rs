@@ -7,6 +7,7 @@ pub(crate) mod browser;
 mod api_keys;
 mod auth;
 mod cross_origin;
+mod health;
 mod redelivery;
 mod return_path;
 mod serving;

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
+use shipment_sdk::model::MerchantId;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, QueryBuilder, Type};
 
 use super::{Actor, ShipmentRecord};
@@ -124,6 +125,19 @@ impl Store {
             })
             .collect::<Result<_, _>>()?;
         Ok((rows, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// How many of the merchant's shipments are in each status, from the
+    /// kept counts (a probe of their primary key's merchant prefix, never
+    /// a count of shipments): every status the merchant has a count of,
+    /// zeros included, in no particular order.
+    pub(crate) async fn shipments_by_status(
+        &self,
+        merchant_id: MerchantId,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = "SELECT status, CAST(SUM(n) AS BIGINT) FROM shipment_counts_by_courier \
+                   WHERE merchant_id = $1 GROUP BY status";
+        Ok(self.query(sql).bind(merchant_id.get()).fetch_all().await?)
     }
 
     /// The shipments with these ids (at most a page's worth, distinct), in

@@ -10,6 +10,7 @@ use shipment_sdk::model::{CourierId, MerchantId};
 use super::error::unique_violation;
 use super::{PoolSettings, Store, StoreError, now};
 
+mod delivery_health;
 mod outbox;
 
 /// Every unique constraint: its PostgreSQL name, SQLite's `table.column`s,
