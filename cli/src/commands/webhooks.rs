@@ -112,7 +112,7 @@ pub enum WebhooksCommand {
         #[arg(long, value_enum, default_value_t = SchemeArg::Service)]
         scheme: SchemeArg,
         /// The webhook-id to sign (--scheme standard; required there): the
-        /// service sends msg_<change>_w<webhook id>.
+        /// service sends ids such as msg_41_w7 (change 41, webhook 7).
         #[arg(long, required_if_eq("scheme", "standard"))]
         id: Option<String>,
         /// The webhook-timestamp to sign, in Unix seconds (--scheme
@@ -170,10 +170,10 @@ pub enum WebhooksCommand {
 /// The signature schemes of `webhooks sign` and `webhooks verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
-    /// X-Service-Signature: sha256=<hex> of the body alone.
+    /// X-Service-Signature: sha256= and the hex HMAC of the body alone.
     Service,
     /// Standard Webhooks: webhook-id, webhook-timestamp and webhook-signature
-    /// (v1,<base64> of id.timestamp.body).
+    /// (v1, and the base64 HMAC of id.timestamp.body).
     Standard,
 }
 
