@@ -13,6 +13,7 @@ use shipment_sdk::model::{
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
 use crate::domain::delivery_health::{self, Charts, HourCount, Span};
+use crate::domain::ids::EventId;
 use crate::domain::keys;
 use crate::domain::validation::webhook_url;
 use crate::store::StoreError;
@@ -253,7 +254,7 @@ pub(crate) async fn redeliver(
             w.shipment_code,
             w.version,
             // The delivery id the dispatcher will send it under.
-            format_args!("dlv_{}_w{id}", w.outbox_id),
+            crate::webhooks::ids::delivery_id(EventId::new(w.outbox_id), Some(id)),
             w.redelivery_of,
             shipment_sdk::model::timestamp::format(&w.queued_at),
         ))),

@@ -19,6 +19,9 @@ use crate::domain::sealed::DataKey;
 use crate::store::outbox::{Attempt, OutboxRow, Target};
 use crate::store::{Store, StoreError};
 
+pub(crate) mod ids;
+use ids::{delivery_id, message_id};
+
 pub(crate) mod guard;
 pub(crate) mod listeners;
 
@@ -644,31 +647,6 @@ struct Standard {
     signature: String,
 }
 
-/// `X-Service-Delivery-Id` of outbox row `row` to a target: one per row
-/// and target (`dlv_<row>_w<webhook>`, or `dlv_<row>_s` for the shipment's
-/// own `webhook_url`), so a redelivery, a row of its own, has its own.
-fn delivery_id(row: EventId, webhook: Option<WebhookId>) -> String {
-    match webhook {
-        Some(id) => format!("dlv_{row}_w{id}"),
-        None => format!("dlv_{row}_s"),
-    }
-}
-
-/// `webhook-id` of a change to a target: `msg_<change>_w<webhook>`, or
-/// `msg_<change>_s` for the shipment's own `webhook_url` (and
-/// `msg_<change>_l` for a listener, which `shipctl listen` makes from the
-/// event's delivery id), where `<change>` is the outbox id of the change's
-/// own row. The same for every attempt of one change to one target (a
-/// retry after a process died, a test-control duplicate, a redelivery),
-/// so a receiver drops repeats by it; unlike `X-Service-Delivery-Id`,
-/// which a redelivery changes.
-fn message_id(change: EventId, webhook: Option<WebhookId>) -> String {
-    match webhook {
-        Some(id) => format!("msg_{change}_w{id}"),
-        None => format!("msg_{change}_s"),
-    }
-}
-
 /// The task a joined delivery ran in, whether it ended or panicked.
 fn task_of(joined: Result<(tokio::task::Id, ()), tokio::task::JoinError>) -> tokio::task::Id {
     joined.map_or_else(|e| e.id(), |(task, ())| task)
@@ -688,21 +666,5 @@ fn describe(e: &reqwest::Error, timeout: Duration) -> String {
         format!("connection failed: {cause}")
     } else {
         format!("request failed: {cause}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{EventId, WebhookId, delivery_id, message_id};
-
-    #[test]
-    fn a_webhook_id_names_the_change_and_the_target_and_a_delivery_id_the_row() {
-        let (change, hook) = (EventId::new(42), Some(WebhookId::new(7)));
-        assert_eq!(message_id(change, hook), "msg_42_w7");
-        assert_eq!(message_id(change, None), "msg_42_s");
-        // A redelivery of change 42 is row 57: a delivery id of its own,
-        // the change's webhook-id.
-        assert_eq!(delivery_id(EventId::new(57), hook), "dlv_57_w7");
-        assert_eq!(delivery_id(change, None), "dlv_42_s");
     }
 }
