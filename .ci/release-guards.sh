@@ -12,15 +12,14 @@
 #                                         which it must refuse
 #
 # The last release is the commit and the OpenAPI document in release/. The
-# tools are installed when missing, at the versions pinned here: a newer
+# tools are installed when missing, at the versions .ci/tools.sh pins: a newer
 # one may add lints or rules, so a version is raised by a change of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 
-SEMVER_CHECKS_VERSION=0.51.0
-CARGO_HACK_VERSION=0.6.46
-CARGO_DENY_VERSION=0.20.2
+# The cargo tools' versions, and cargo_tool, which installs one.
+source .ci/tools.sh
 OPTIC_VERSION=1.0.9
 
 # The libraries whose public API semver-checks guards. shipctl's library is
@@ -47,16 +46,6 @@ timed() {
   printf '\n--> %s\n' "$name"
   "$@"
   printf -- '--> %s: %d s\n' "$name" $((SECONDS - start))
-}
-
-# Installs a cargo subcommand at its pinned version when it is missing or
-# another version: `cargo install --version` replaces it.
-cargo_tool() {
-  local subcommand=$1 crate=$2 version=$3 start=$SECONDS
-  if ! cargo "$subcommand" --version 2>/dev/null | grep -qF " $version"; then
-    nice -n 19 cargo install --locked "$crate" --version "$version"
-    echo "installed $crate $version in $((SECONDS - start)) s"
-  fi
 }
 
 # Optic, in a prefix of its own. Its ajv is held at 8.17.1: with the 8.20
@@ -110,7 +99,7 @@ semver_checks() {
 # repository's history: a break fails unless the version in Cargo.toml rose
 # as semver asks (before 1.0, the minor version).
 guard_semver() {
-  cargo_tool semver-checks cargo-semver-checks "$SEMVER_CHECKS_VERSION"
+  cargo_tool "cargo semver-checks" cargo-semver-checks "$SEMVER_CHECKS_VERSION"
   local packages=()
   for crate in "${SEMVER_CRATES[@]}"; do packages+=(-p "$crate"); done
   semver_checks "${packages[@]}"
@@ -119,7 +108,7 @@ guard_semver() {
 # Every feature of the SDK and the verifier builds on its own and with no
 # default features, as a user who picks one gets it.
 guard_features() {
-  cargo_tool hack cargo-hack "$CARGO_HACK_VERSION"
+  cargo_tool "cargo hack" cargo-hack "$CARGO_HACK_VERSION"
   local packages=()
   for crate in "${FEATURE_CRATES[@]}"; do packages+=(-p "$crate"); done
   cargo hack check --each-feature --no-dev-deps "${packages[@]}"
@@ -153,7 +142,7 @@ guard_openapi() {
 
 # Licences, sources and duplicate versions of every dependency (deny.toml).
 guard_deny() {
-  cargo_tool deny cargo-deny "$CARGO_DENY_VERSION"
+  cargo_tool "cargo deny" cargo-deny "$CARGO_DENY_VERSION"
   cargo deny check licenses sources bans
 }
 
@@ -180,7 +169,7 @@ must_fail() {
 # A public method of the SDK made private, in a throw-away worktree of HEAD
 # sharing this target directory, must fail the semver guard.
 self_test_semver() {
-  cargo_tool semver-checks cargo-semver-checks "$SEMVER_CHECKS_VERSION"
+  cargo_tool "cargo semver-checks" cargo-semver-checks "$SEMVER_CHECKS_VERSION"
   local worktree="$scratch/worktree"
   git worktree add --quiet --detach "$worktree" HEAD
   # The change a careless refactor makes: `Error::is_not_found` no longer public.
@@ -225,7 +214,7 @@ EOF
 # A scratch workspace whose crate depends on a GPL-3.0 path crate must fail
 # the licence check under this deny.toml.
 self_test_deny() {
-  cargo_tool deny cargo-deny "$CARGO_DENY_VERSION"
+  cargo_tool "cargo deny" cargo-deny "$CARGO_DENY_VERSION"
   local ws="$scratch/gpl-workspace"
   mkdir -p "$ws/app/src" "$ws/copyleft/src"
   cat >"$ws/Cargo.toml" <<'EOF'
