@@ -10,6 +10,8 @@
 
 use axum::Json;
 use axum::response::IntoResponse;
+
+use super::permissions;
 use shipment_sdk::model::Problem;
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::schema::{OneOf, Schema, SchemaType, Type};
@@ -20,8 +22,9 @@ use utoipa::{Modify, OpenApi, PartialSchema};
 /// The error codes of the problem body, documented with it.
 const PROBLEM_CODES: &str = "RFC 9457 problem details. `code` is one of: \
     invalid_json, missing_field, unknown_field, invalid_field, invalid_identifier, \
-    invalid_confirmation_code (400); unauthenticated (401); forbidden (403); \
-    not_found (404); method_not_allowed (405); invalid_state, already_rated, \
+    invalid_confirmation_code (400); unauthenticated, api_key_expired (401); forbidden, \
+    insufficient_permission (403, with `required_permission`: a restricted key lacks what \
+    the operation needs); not_found (404); method_not_allowed (405); invalid_state, already_rated, \
     webhook_url_taken, idempotency_conflict (409); payload_too_large (413); \
     rate_limited (429, with Retry-After); internal (500); unavailable (503, with \
     Retry-After). Clients must accept codes not listed here.";
@@ -36,8 +39,9 @@ impl Modify for Additions {
             "api_key",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "X-API-KEY",
-                "A merchant key (sk_test_/sk_live_ + 32 base62) or, under /courier, a courier \
-                 key (ck_test_/ck_live_)",
+                "A merchant key: full (sk_test_/sk_live_ + 32 base62) or restricted \
+                 (rk_test_/rk_live_ + 32 base62, only what its permissions allow); or, under \
+                 /courier, a courier key (ck_test_/ck_live_)",
             ))),
         );
         components.add_security_scheme(
@@ -86,6 +90,152 @@ impl Modify for OptionalBodies {
             }
         }
     }
+}
+
+/// Documents, on every operation of [`permissions::OPERATIONS`], what a
+/// restricted key needs to call it (in its description), the refusals of
+/// restricted and expired keys with an example of each beside the other
+/// 401s and 403s, and the headers every answer to a merchant key carries:
+/// written from the table the key check uses, so the document cannot say
+/// otherwise.
+struct KeyOperations;
+
+impl Modify for KeyOperations {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for op in permissions::OPERATIONS {
+            let Some(item) = openapi.paths.paths.get_mut(op.path) else {
+                continue;
+            };
+            let Some(operation) = operation_of(item, op.method) else {
+                continue;
+            };
+            let needs = match op.need {
+                Some(need) => format!(
+                    "A restricted key needs `{need}` (answers say so in \
+                     `X-Accepted-Permissions`); without it: 403 `insufficient_permission`."
+                ),
+                None => "Any working key may call it, whatever its permissions.".to_owned(),
+            };
+            let description = operation.description.take().unwrap_or_default();
+            operation.description = Some(if description.is_empty() {
+                needs
+            } else {
+                format!("{description}\n\n{needs}")
+            });
+            for (status, response) in operation.responses.responses.iter_mut() {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                if let Some(need) = op.need {
+                    response.headers.insert(
+                        permissions::ACCEPTED_PERMISSIONS.to_string(),
+                        RefOr::T(text_header(
+                            "What this operation needs of a restricted key",
+                            &need.to_string(),
+                        )),
+                    );
+                }
+                response.headers.insert(
+                    permissions::KEY_EXPIRES_AT.to_string(),
+                    RefOr::T(text_header(
+                        "When the calling key expires (RFC 3339), if it has an expiry",
+                        "2026-12-01T00:00:00Z",
+                    )),
+                );
+                response.headers.insert(
+                    permissions::KEY_EXPIRY_WARNING.to_string(),
+                    RefOr::T(text_header(
+                        "In the last 7 days before the key expires only",
+                        "this API key expires at 2026-12-01T00:00:00Z, in 3 days",
+                    )),
+                );
+                let examples = match status.as_str() {
+                    "401" => vec![
+                        problem_example(401, "unauthenticated", "invalid or revoked API key", None),
+                        problem_example(
+                            401,
+                            "api_key_expired",
+                            "this API key expired at 2026-12-01T00:00:00Z",
+                            None,
+                        ),
+                    ],
+                    "403" => match op.need {
+                        Some(need) => vec![
+                            problem_example(
+                                403,
+                                "forbidden",
+                                "courier keys cannot call merchant routes",
+                                None,
+                            ),
+                            problem_example(
+                                403,
+                                "insufficient_permission",
+                                &format!(
+                                    "this API key has {}: none; this operation needs {need}",
+                                    need.resource
+                                ),
+                                Some(&need.to_string()),
+                            ),
+                        ],
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                for content in response.content.values_mut() {
+                    if let RefOr::T(content) = content {
+                        content.examples.extend(examples.iter().cloned());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The operation of `method` (`GET`, ...) of a path.
+fn operation_of<'i>(item: &'i mut PathItem, method: &str) -> Option<&'i mut Operation> {
+    match method {
+        "GET" => item.get.as_mut(),
+        "POST" => item.post.as_mut(),
+        "PUT" => item.put.as_mut(),
+        "PATCH" => item.patch.as_mut(),
+        "DELETE" => item.delete.as_mut(),
+        _ => None,
+    }
+}
+
+/// A text response header.
+fn text_header(description: &str, example: &str) -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(Some(String::schema()))
+        .description(Some(description))
+        .example(Some(serde_json::Value::from(example)))
+        .build()
+}
+
+/// A named example of a problem body.
+fn problem_example(
+    status: u16,
+    code: &str,
+    detail: &str,
+    required_permission: Option<&str>,
+) -> (String, RefOr<utoipa::openapi::example::Example>) {
+    let mut problem = Problem::new(
+        status,
+        axum::http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error"),
+        code.parse()
+            .unwrap_or(shipment_sdk::model::ProblemCode::Internal),
+        detail,
+    );
+    problem.required_permission = required_permission.map(str::to_owned);
+    problem.request_id = Some("4b8f0a51-3c1e-4a5e-9f00-2d1f6a7c9b21".to_owned());
+    let example = utoipa::openapi::example::ExampleBuilder::new()
+        .summary(code)
+        .value(serde_json::to_value(&problem).ok())
+        .build();
+    (code.to_owned(), RefOr::T(example))
 }
 
 /// Every operation of a path.
@@ -164,6 +314,7 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         super::api_keys::create_key,
         super::api_keys::delete_key,
         super::api_keys::verify_key,
+        super::api_keys::get_current_key,
         super::webhooks::list_webhooks,
         super::webhooks::register_webhook,
         super::webhooks::set_active,
@@ -182,10 +333,14 @@ fn without_null(one_of: &OneOf) -> Option<RefOr<Schema>> {
         super::testing::duplicate_deliveries,
         super::testing::create_merchant,
         super::testing::delete_merchant,
+        super::testing::expire_api_key,
     ),
-    modifiers(&Additions, &OptionalBodies),
+    modifiers(&Additions, &OptionalBodies, &KeyOperations),
     tags(
         (name = "shipments", description = "The merchant's shipments (X-API-KEY)"),
+        (name = "couriers", description = "The courier companies linked to the merchant \
+                                           (X-API-KEY)"),
+        (name = "keys", description = "The calling API key itself (X-API-KEY)"),
         (name = "courier", description = "The courier side (reference server only; courier keys)"),
         (name = "dashboard", description = "Sign-in, API keys and webhooks (Bearer)"),
         (name = "listen", description = "Listening to the merchant's changes as signed \
