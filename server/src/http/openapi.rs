@@ -94,14 +94,70 @@ impl Modify for OptionalBodies {
 
 /// Documents, on every operation of [`permissions::OPERATIONS`], what a
 /// restricted key needs to call it (in its description), the refusals of
-/// restricted and expired keys with an example of each beside the other
-/// 401s and 403s, and the headers every answer to a merchant key carries:
-/// written from the table the key check uses, so the document cannot say
-/// otherwise.
+/// restricted and expired keys (examples beside the other 401s and 403s)
+/// and the headers the answers to a merchant key carry: written from the
+/// table the key check uses, so the document cannot say otherwise. The
+/// headers and examples are components, named once and referred to.
 struct KeyOperations;
+
+/// The components' names of the key headers and of the refusals' examples.
+const KEY_HEADERS: [&str; 3] = [
+    "X-Accepted-Permissions",
+    "X-Key-Expires-At",
+    "X-Key-Expiry-Warning",
+];
 
 impl Modify for KeyOperations {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let described = [
+            (
+                "What the operation needs of a restricted key, as `resource: level` \
+                 (`shipments: write`); the operation's description names it. Absent on \
+                 `GET /api-keys/current`, which needs nothing.",
+                "shipments: write",
+            ),
+            (
+                "When the calling key expires (RFC 3339, UTC), if it has an expiry.",
+                "2026-12-01T00:00:00Z",
+            ),
+            (
+                "Only in the last 7 days before the key expires: when, and how long is left \
+                 (in days, hours under a day, minutes under an hour).",
+                "this API key expires at 2026-12-01T00:00:00Z, in 3 days",
+            ),
+        ];
+        for (name, (description, example)) in KEY_HEADERS.into_iter().zip(described) {
+            components
+                .headers
+                .insert(name.to_owned(), RefOr::T(text_header(description, example)));
+        }
+        for (code, status, detail, required) in [
+            ("unauthenticated", 401, "invalid or revoked API key", None),
+            (
+                "api_key_expired",
+                401,
+                "this API key expired at 2026-12-01T00:00:00Z",
+                None,
+            ),
+            (
+                "forbidden",
+                403,
+                "courier keys cannot call merchant routes",
+                None,
+            ),
+            (
+                "insufficient_permission",
+                403,
+                "this API key has shipments: read; this operation needs shipments: write",
+                Some("shipments: write"),
+            ),
+        ] {
+            components.examples.insert(
+                code.to_owned(),
+                RefOr::T(problem_example(status, code, detail, required)),
+            );
+        }
         for op in permissions::OPERATIONS {
             let Some(item) = openapi.paths.paths.get_mut(op.path) else {
                 continue;
@@ -126,64 +182,37 @@ impl Modify for KeyOperations {
                 let RefOr::T(response) = response else {
                     continue;
                 };
-                if let Some(need) = op.need {
-                    response.headers.insert(
-                        permissions::ACCEPTED_PERMISSIONS.to_string(),
-                        RefOr::T(text_header(
-                            "What this operation needs of a restricted key",
-                            &need.to_string(),
-                        )),
-                    );
-                }
-                response.headers.insert(
-                    permissions::KEY_EXPIRES_AT.to_string(),
-                    RefOr::T(text_header(
-                        "When the calling key expires (RFC 3339), if it has an expiry",
-                        "2026-12-01T00:00:00Z",
-                    )),
-                );
-                response.headers.insert(
-                    permissions::KEY_EXPIRY_WARNING.to_string(),
-                    RefOr::T(text_header(
-                        "In the last 7 days before the key expires only",
-                        "this API key expires at 2026-12-01T00:00:00Z, in 3 days",
-                    )),
-                );
-                let examples = match status.as_str() {
-                    "401" => vec![
-                        problem_example(401, "unauthenticated", "invalid or revoked API key", None),
-                        problem_example(
-                            401,
-                            "api_key_expired",
-                            "this API key expired at 2026-12-01T00:00:00Z",
-                            None,
-                        ),
-                    ],
-                    "403" => match op.need {
-                        Some(need) => vec![
-                            problem_example(
-                                403,
-                                "forbidden",
-                                "courier keys cannot call merchant routes",
-                                None,
-                            ),
-                            problem_example(
-                                403,
-                                "insufficient_permission",
-                                &format!(
-                                    "this API key has {}: none; this operation needs {need}",
-                                    need.resource
-                                ),
-                                Some(&need.to_string()),
-                            ),
-                        ],
-                        None => continue,
-                    },
+                let examples: &[&str] = match status.as_str() {
+                    "401" => &["unauthenticated", "api_key_expired"],
+                    "403" if op.need.is_some() => &["forbidden", "insufficient_permission"],
+                    "403" => &[],
+                    answered if answered.starts_with('2') => &[],
                     _ => continue,
                 };
+                for name in KEY_HEADERS {
+                    let refused_before_known = status == "401" && name != "X-Key-Expires-At";
+                    if (name == "X-Accepted-Permissions" && op.need.is_none())
+                        || refused_before_known
+                    {
+                        continue;
+                    }
+                    response.headers.insert(
+                        name.to_owned(),
+                        RefOr::Ref(utoipa::openapi::Ref::new(format!(
+                            "#/components/headers/{name}"
+                        ))),
+                    );
+                }
                 for content in response.content.values_mut() {
                     if let RefOr::T(content) = content {
-                        content.examples.extend(examples.iter().cloned());
+                        content.examples.extend(examples.iter().map(|name| {
+                            (
+                                (*name).to_owned(),
+                                RefOr::Ref(utoipa::openapi::Ref::new(format!(
+                                    "#/components/examples/{name}"
+                                ))),
+                            )
+                        }));
                     }
                 }
             }
@@ -212,13 +241,13 @@ fn text_header(description: &str, example: &str) -> utoipa::openapi::header::Hea
         .build()
 }
 
-/// A named example of a problem body.
+/// An example of a problem body.
 fn problem_example(
     status: u16,
     code: &str,
     detail: &str,
     required_permission: Option<&str>,
-) -> (String, RefOr<utoipa::openapi::example::Example>) {
+) -> utoipa::openapi::example::Example {
     let mut problem = Problem::new(
         status,
         axum::http::StatusCode::from_u16(status)
@@ -231,11 +260,10 @@ fn problem_example(
     );
     problem.required_permission = required_permission.map(str::to_owned);
     problem.request_id = Some("4b8f0a51-3c1e-4a5e-9f00-2d1f6a7c9b21".to_owned());
-    let example = utoipa::openapi::example::ExampleBuilder::new()
+    utoipa::openapi::example::ExampleBuilder::new()
         .summary(code)
         .value(serde_json::to_value(&problem).ok())
-        .build();
-    (code.to_owned(), RefOr::T(example))
+        .build()
 }
 
 /// Every operation of a path.
