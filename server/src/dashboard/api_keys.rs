@@ -128,11 +128,11 @@ fn requested_key(form: &Form) -> Result<CreateApiKey, FieldError> {
             }
         },
     };
-    let mut request = CreateApiKey::default();
-    request.name = form.get("name").map(str::to_owned);
-    request.permissions = permissions;
-    request.expires_at = expires_at;
-    Ok(request)
+    Ok(CreateApiKey {
+        name: form.get("name").map(str::to_owned),
+        permissions,
+        expires_at,
+    })
 }
 
 /// The create form: a name, full access or a level per resource (only the
