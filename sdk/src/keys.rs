@@ -1,6 +1,6 @@
-//! What a key's prefix says: whose key it is (a merchant's `sk_`, a courier
-//! company's `ck_`) and which environment it works on (`test_` on staging,
-//! `live_` on production).
+//! What a key's prefix says: whose key it is (a merchant's full `sk_` or
+//! restricted `rk_` key, a courier company's `ck_`) and which environment it
+//! works on (`test_` on staging, `live_` on production).
 //!
 //! The service, its SDK and `shipctl` all read keys by their prefix: the
 //! server to refuse a key of the other kind or environment before any
@@ -18,6 +18,11 @@
 //! assert_eq!(prefix.as_str(), "sk_live_");
 //! assert_eq!(secret, "0123456789abcdefghijABCDEFGHIJ");
 //!
+//! // A restricted key is a merchant's key too.
+//! let (prefix, _) = KeyPrefix::parse("rk_test_0123456789abcdefghijABCDEFGHIJ").unwrap();
+//! assert_eq!(prefix.kind, KeyKind::Restricted);
+//! assert!(prefix.kind.is_merchant());
+//!
 //! // Not a key of the service: no prefix it issues.
 //! assert_eq!(KeyPrefix::parse("pk_test_abc"), None);
 //! // A signing key is a secret of the service, but not an API key.
@@ -25,17 +30,29 @@
 //! assert!(shipment_sdk::keys::looks_like_secret("whsec_abc"));
 //! ```
 
-/// Whose key it is. Exhaustive on purpose: the prefixes are part of the
-/// published key format, and a new kind would be a new format.
+/// Whose key it is, and how much it may do. Not exhaustive: restricted keys
+/// (`rk_`) came after the first release, and another kind may follow; keep
+/// a `_` arm when matching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum KeyKind {
-    /// A merchant's API key, `sk_…`.
+    /// A merchant's full API key, `sk_…`: everything the merchant may do.
     Merchant,
     /// A courier company's key, `ck_…`.
     Courier,
+    /// A merchant's restricted API key, `rk_…`: only what its permissions
+    /// allow, and possibly only until it expires. It is taken wherever a
+    /// merchant's full key is ([`KeyKind::is_merchant`]).
+    Restricted,
 }
 
 impl KeyKind {
+    /// Whether it is a merchant's key, full (`sk_`) or restricted (`rk_`):
+    /// the keys the merchant routes take.
+    pub fn is_merchant(self) -> bool {
+        matches!(self, KeyKind::Merchant | KeyKind::Restricted)
+    }
+
     /// The prefix of this kind of key in `environment`, e.g. `sk_test_`.
     pub fn prefix(self, environment: KeyEnvironment) -> &'static str {
         KeyPrefix {
@@ -52,9 +69,9 @@ impl KeyKind {
 /// on purpose, as [`KeyKind`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyEnvironment {
-    /// Keys `sk_test_…` / `ck_test_…`.
+    /// Keys `sk_test_…`, `rk_test_…` and `ck_test_…`.
     Staging,
-    /// Keys `sk_live_…` / `ck_live_…`.
+    /// Keys `sk_live_…`, `rk_live_…` and `ck_live_…`.
     Production,
 }
 
@@ -109,13 +126,15 @@ pub struct KeyPrefix {
 
 impl KeyPrefix {
     /// Splits `key` into its prefix and what follows it, if it starts with
-    /// a prefix the service issues (`sk_test_`, `sk_live_`, `ck_test_`,
-    /// `ck_live_`). What follows is not checked: whether it is a well-formed
+    /// a prefix the service issues (`sk_test_`, `sk_live_`, `rk_test_`,
+    /// `rk_live_`, `ck_test_`, `ck_live_`). What follows is not checked: whether it is a well-formed
     /// secret is for whoever holds the rule (the server checks the length
     /// and the alphabet it generates).
     pub fn parse(key: &str) -> Option<(KeyPrefix, &str)> {
         let (kind, rest) = if let Some(rest) = key.strip_prefix("sk_") {
             (KeyKind::Merchant, rest)
+        } else if let Some(rest) = key.strip_prefix("rk_") {
+            (KeyKind::Restricted, rest)
         } else {
             (KeyKind::Courier, key.strip_prefix("ck_")?)
         };
@@ -134,6 +153,8 @@ impl KeyPrefix {
             (KeyKind::Merchant, KeyEnvironment::Production) => "sk_live_",
             (KeyKind::Courier, KeyEnvironment::Staging) => "ck_test_",
             (KeyKind::Courier, KeyEnvironment::Production) => "ck_live_",
+            (KeyKind::Restricted, KeyEnvironment::Staging) => "rk_test_",
+            (KeyKind::Restricted, KeyEnvironment::Production) => "rk_live_",
         }
     }
 }
@@ -143,10 +164,10 @@ impl KeyPrefix {
 pub const SIGNING_KEY_PREFIX: &str = "whsec_";
 
 /// Whether `text` starts the way a secret the service issues does (`sk_`,
-/// `ck_` or [`SIGNING_KEY_PREFIX`]), well formed or not: for hiding secrets
+/// `rk_`, `ck_` or [`SIGNING_KEY_PREFIX`]), well formed or not: for hiding secrets
 /// in messages, where a truncated or mistyped key must be hidden too.
 pub fn looks_like_secret(text: &str) -> bool {
-    ["sk_", "ck_", SIGNING_KEY_PREFIX]
+    ["sk_", "rk_", "ck_", SIGNING_KEY_PREFIX]
         .iter()
         .any(|prefix| text.starts_with(prefix))
 }
@@ -157,7 +178,7 @@ mod tests {
 
     #[test]
     fn every_prefix_parses_back_to_itself() {
-        for kind in [KeyKind::Merchant, KeyKind::Courier] {
+        for kind in [KeyKind::Merchant, KeyKind::Courier, KeyKind::Restricted] {
             for environment in [KeyEnvironment::Staging, KeyEnvironment::Production] {
                 let prefix = kind.prefix(environment);
                 let key = format!("{prefix}secret");
@@ -175,6 +196,8 @@ mod tests {
             "sk_",
             "sk_prod_x",
             "ck_test",
+            "rk_",
+            "rk_prod_x",
             "SK_TEST_x",
             "whsec_x",
             "pk_live_x",

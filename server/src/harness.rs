@@ -59,3 +59,23 @@ pub use crate::http::extract::parse_json;
 
 /// A dashboard password's hash, as `admin` and the fixtures store it.
 pub use crate::admin::hash_password;
+
+/// What each operation of the merchant's API-key routes needs of a
+/// restricted key, as `("GET /shipments", Some((Shipments, Read)))`
+/// (`None`: any working key may call it): the table the key check holds
+/// keys to, for the authorization matrix to derive its restricted callers'
+/// answers from.
+pub fn key_permissions() -> Vec<(
+    String,
+    Option<(shipment_sdk::model::Resource, shipment_sdk::model::Access)>,
+)> {
+    crate::http::permissions::OPERATIONS
+        .iter()
+        .map(|op| {
+            (
+                format!("{} {}", op.method, op.path),
+                op.need.map(|n| (n.resource, n.access)),
+            )
+        })
+        .collect()
+}

@@ -364,6 +364,37 @@ async fn a_merchant_manages_keys_and_webhooks_and_signs_out(server: &TestApp) {
     assert!(!listed.contains(&key), "the key is shown only once");
     assert!(listed.contains(&format!("sk_test_…{}", &key[36..])));
 
+    // A restricted key that expires: a select per resource, an expiry.
+    walk.fill("key-name", "support desk").await;
+    walk.click("#key-access option[value='restricted']").await;
+    walk.click("#key-permission-shipments option[value='read']")
+        .await;
+    walk.click("#key-expires option[value='30']").await;
+    walk.click("form[action='/keys'] button[type=submit]").await;
+    walk.wait_for_text("Key created").await;
+    let restricted = walk.value("new-key").await;
+    assert!(restricted.starts_with("rk_test_"), "{restricted}");
+    let (status, _) = send(server.req(Method::GET, "/shipments", &restricted)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = send(
+        server
+            .req(Method::POST, "/shipments", &restricted)
+            .json(&json!({ "courier_company_id": f.courier_id })),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "a read-only key cannot create"
+    );
+    walk.goto("/keys").await;
+    let listed = walk.wait_for_text("support desk").await;
+    assert!(listed.contains("shipments: read, couriers: read"));
+    assert!(
+        listed.contains("full access"),
+        "the first key is a full one"
+    );
+
     // Verify it with the form.
     walk.fill("verify-key", &key).await;
     walk.click("form[action='/keys/verify'] button[type=submit]")
@@ -773,6 +804,16 @@ async fn no_page_scrolls_sideways_on_a_phone(server: &TestApp) {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{key}");
     let key_id = key["id"].as_i64().unwrap();
+    // A restricted, expiring key: the list's longest cells.
+    let (status, restricted) = send(
+        server.bearer(Method::POST, "/api-keys", &token).json(&json!({
+            "name": "listener of the warehouse in the eu-central region",
+            "permissions": {"shipments": "write", "couriers": "read", "listen": "write", "testing": "write"},
+            "expires_at": (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339(),
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{restricted}");
     let code = server
         .create(
             &f,

@@ -13,7 +13,8 @@
 //!   parsed [`ShipmentCode`] and [`IdempotencyKey`];
 //! - couriers: [`CourierCompany`];
 //! - API keys: [`ApiKey`], [`NewApiKey`], [`CreateApiKey`], [`VerifyApiKey`],
-//!   [`KeyVerdict`];
+//!   [`KeyVerdict`], a restricted key's [`Permissions`] (an [`Access`] per
+//!   [`Resource`]), and [`CurrentKey`], a key's view of itself;
 //! - webhooks: [`Webhook`], [`NewWebhook`], [`RegisterWebhook`],
 //!   [`SetWebhookActive`], [`Delivery`], [`RedeliverFailures`],
 //!   [`RedeliveryQueued`], [`SigningKey`], [`WebhookUrl`];
@@ -54,7 +55,10 @@ pub use chrono::{DateTime, Utc};
 #[doc(no_inline)]
 pub use rust_decimal::Decimal;
 
-pub use api_keys::{ApiKey, CreateApiKey, KeyVerdict, NewApiKey, VerifyApiKey};
+pub use api_keys::{
+    Access, ApiKey, CreateApiKey, CurrentKey, InvalidPermissions, KeyVerdict, NewApiKey,
+    Permissions, Resource, VerifyApiKey,
+};
 pub use auth::{Login, Secret, Session};
 pub use code::{
     IdempotencyKey, InvalidIdempotencyKey, InvalidShipmentCode, MAX_IDEMPOTENCY_KEY_LEN,

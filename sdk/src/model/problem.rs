@@ -29,6 +29,11 @@ pub struct Problem {
     /// The request id, also in the `X-Request-Id` header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// With `insufficient_permission`: the permission the operation needs,
+    /// as `X-Accepted-Permissions` writes it (`shipments: write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = "shipments: write"))]
+    pub required_permission: Option<String>,
 }
 
 fn about_blank() -> String {
@@ -58,6 +63,7 @@ impl Problem {
             code,
             field: None,
             request_id: None,
+            required_permission: None,
         }
     }
 }
@@ -98,8 +104,13 @@ pub enum ProblemCode {
     InvalidConfirmationCode,
     /// 401: no credential, or one the service does not accept.
     Unauthenticated,
+    /// 401: the API key is known but expired (`detail` says when).
+    ApiKeyExpired,
     /// 403: the credential is valid but may not do this.
     Forbidden,
+    /// 403: a restricted API key lacks the permission this operation needs
+    /// (the problem's `required_permission` names it).
+    InsufficientPermission,
     /// 404: no such resource (or route).
     NotFound,
     /// 405: the route exists, but not with this method.
@@ -128,7 +139,7 @@ pub enum ProblemCode {
 
 impl ProblemCode {
     /// Every code the model knows, in the order of their HTTP statuses.
-    pub const KNOWN: [ProblemCode; 18] = [
+    pub const KNOWN: [ProblemCode; 20] = [
         ProblemCode::InvalidJson,
         ProblemCode::MissingField,
         ProblemCode::UnknownField,
@@ -136,7 +147,9 @@ impl ProblemCode {
         ProblemCode::InvalidIdentifier,
         ProblemCode::InvalidConfirmationCode,
         ProblemCode::Unauthenticated,
+        ProblemCode::ApiKeyExpired,
         ProblemCode::Forbidden,
+        ProblemCode::InsufficientPermission,
         ProblemCode::NotFound,
         ProblemCode::MethodNotAllowed,
         ProblemCode::InvalidState,
@@ -159,7 +172,9 @@ impl ProblemCode {
             ProblemCode::InvalidIdentifier => "invalid_identifier",
             ProblemCode::InvalidConfirmationCode => "invalid_confirmation_code",
             ProblemCode::Unauthenticated => "unauthenticated",
+            ProblemCode::ApiKeyExpired => "api_key_expired",
             ProblemCode::Forbidden => "forbidden",
+            ProblemCode::InsufficientPermission => "insufficient_permission",
             ProblemCode::NotFound => "not_found",
             ProblemCode::MethodNotAllowed => "method_not_allowed",
             ProblemCode::InvalidState => "invalid_state",
@@ -245,7 +260,7 @@ mod tests {
 
     /// The codes `spec/DESIGN.md` and the service document, spelled
     /// out rather than derived from `as_str`, so a typo there fails here.
-    const DOCUMENTED: [&str; 18] = [
+    const DOCUMENTED: [&str; 20] = [
         "invalid_json",
         "missing_field",
         "unknown_field",
@@ -253,7 +268,9 @@ mod tests {
         "invalid_identifier",
         "invalid_confirmation_code",
         "unauthenticated",
+        "api_key_expired",
         "forbidden",
+        "insufficient_permission",
         "not_found",
         "method_not_allowed",
         "invalid_state",

@@ -52,6 +52,7 @@ impl<'a> ApiKeys<'a> {
         let name = name.trim();
         let body = CreateApiKey {
             name: (!name.is_empty()).then(|| name.to_owned()),
+            ..CreateApiKey::default()
         };
         let call = Call::new(Method::POST, "/api-keys", "/api-keys").json(&body)?;
         self.dashboard.transport.json(call).await

@@ -4,7 +4,7 @@
 //! API (Bearer) and the pages (cookie) share all of the sessions' part.
 
 use chrono::{DateTime, Duration, Utc};
-use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
+use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId, Permissions};
 
 use super::{AppState, Error, Result};
 use crate::domain::ids::{CourierKeyId, SessionId};
@@ -35,13 +35,19 @@ impl KeyOwnerId for CourierId {
     type KeyId = CourierKeyId;
 }
 
-/// A merchant or courier company that presented one of its keys.
+/// A merchant or courier company that presented one of its keys, a key
+/// that has not expired.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyHolder<Owner: KeyOwnerId> {
     /// The merchant or courier company the key belongs to.
     pub owner_id: Owner,
     /// The key's own id (a listener's stream ends when its key is deleted).
     pub key_id: Owner::KeyId,
+    /// A restricted key's permissions; `None` for a full key (and every
+    /// courier key): what the front end checks the operation against.
+    pub permissions: Option<Permissions>,
+    /// When the key stops working, if it does.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Why a presented key is refused; each front end words it.
@@ -59,15 +65,21 @@ pub(crate) enum KeyRefused {
     /// No such key, or deleted.
     #[error("invalid or revoked key")]
     Unknown,
+    /// The key is known but expired at this time.
+    #[error("this API key expired at {}", keys::rfc3339(*.0))]
+    Expired(DateTime<Utc>),
     /// The lookup failed.
     #[error(transparent)]
     Failed(#[from] Error),
 }
 
-/// Checks a presented API key against the keys of `expected` kind: its
-/// shape, environment and kind first (no database), then the key itself,
-/// from the key cache or else the database. A key not recorded as used in
-/// the last minute is recorded so, off the request's path.
+/// Checks a presented API key against the keys of `expected` kind (a
+/// merchant's full or restricted key, or a courier company's): its shape,
+/// environment and kind first (no database), then the key itself, from the
+/// key cache or else the database, then its expiry, against the clock on
+/// every request, so a remembered key expires on time too. A key not
+/// recorded as used in the last minute is recorded so, off the request's
+/// path (an expired key is not: it was refused, not used).
 pub(crate) async fn authenticate_key<Owner: KeyOwnerId>(
     state: &AppState,
     presented: &str,
@@ -77,7 +89,11 @@ pub(crate) async fn authenticate_key<Owner: KeyOwnerId>(
     if shape.environment != state.environment {
         return Err(KeyRefused::OtherEnvironment);
     }
-    if shape.kind != expected {
+    let of_kind = match expected {
+        KeyKind::Merchant => shape.kind.is_merchant(),
+        _ => shape.kind == expected,
+    };
+    if !of_kind {
         return Err(KeyRefused::OtherKind);
     }
     let digest = keys::digest(presented);
@@ -95,6 +111,9 @@ pub(crate) async fn authenticate_key<Owner: KeyOwnerId>(
         }
     };
     let at = now();
+    if let Some(expired_at) = owner.expires_at.filter(|e| *e <= at) {
+        return Err(KeyRefused::Expired(expired_at));
+    }
     let stale = owner
         .last_used_at
         .is_none_or(|t| (at - t).to_std().unwrap_or_default() >= TOUCH_INTERVAL);
@@ -111,6 +130,8 @@ pub(crate) async fn authenticate_key<Owner: KeyOwnerId>(
     Ok(KeyHolder {
         owner_id: Owner::from(owner.owner_id),
         key_id: Owner::KeyId::from(owner.key_id),
+        permissions: owner.permissions.0,
+        expires_at: owner.expires_at,
     })
 }
 

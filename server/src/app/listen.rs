@@ -238,10 +238,11 @@ impl Feed {
     async fn credential_works(&self) -> bool {
         let store = &self.state.store;
         let works = match self.credential {
-            Credential::ApiKey(id) => store
-                .api_key(self.merchant_id, id)
-                .await
-                .map(|key| key.is_some()),
+            // Not deleted, and not expired since (expiry is a time, so a
+            // stream opened by an expiring key ends within a recheck).
+            Credential::ApiKey(id) => store.api_key(self.merchant_id, id).await.map(|key| {
+                key.is_some_and(|k| k.expires_at.is_none_or(|at| at > crate::store::now()))
+            }),
             Credential::Session(id) => store.session_is_live(id).await,
             // Never opens a stream (the route takes merchants' credentials).
             Credential::CourierKey(_) => Ok(false),

@@ -4,10 +4,13 @@
 //!
 //! A key is remembered for [`KEY_CACHE_TTL`] after the database confirmed
 //! it. Unknown keys are never remembered, so a new key works at once
-//! everywhere. What can make an entry stale is the key's deletion (the
-//! server changes nothing else of a key that a lookup answers), and the
-//! rule that keeps it from being served is built in rather than left to
-//! callers:
+//! everywhere. A key's expiry is remembered with it and compared with the
+//! clock on every use (`app::auth::authenticate_key`), so a remembered key
+//! expires on time. What can make an entry stale is the key's deletion, or
+//! the test controls' change of its expiry (the server changes nothing else
+//! of a key that a lookup answers); both answer a [`Revoked`], and the rule
+//! that keeps a stale entry from being served is built in rather than left
+//! to callers:
 //!
 //! - The store's deletion of a key answers a [`Revoked`] (must-use), and
 //!   [`KeyCache::forget`] takes nothing else: the deleting process forgets
@@ -160,8 +163,17 @@ mod tests {
                     // A new row: unknown keys are never remembered.
                     (_, Verb::Insert) => true,
                     // Bookkeeping the cache keeps itself (`KeyCache::touched`).
-                    ("api_keys" | "courier_keys", Verb::Update) => {
-                        sql == format!("UPDATE {table} SET last_used_at = $1 WHERE id = $2")
+                    ("api_keys" | "courier_keys", Verb::Update)
+                        if sql == format!("UPDATE {table} SET last_used_at = $1 WHERE id = $2") =>
+                    {
+                        true
+                    }
+                    // The test controls' expiry (`Store::expire_api_key`),
+                    // which answers `Revoked`, on either engine.
+                    ("api_keys", Verb::Update) => {
+                        sql == "UPDATE api_keys SET expires_at = $1 WHERE merchant_id = $2 \
+                                AND id = $3 RETURNING id"
+                            || sql.contains(&announced("api_key"))
                     }
                     // `Store::delete_api_key` and `Store::delete_session`,
                     // which answer `Revoked`, on either engine.
@@ -247,6 +259,8 @@ mod tests {
             key_id: key_id.get(),
             owner_id: 7,
             last_used_at: None,
+            permissions: Default::default(),
+            expires_at: None,
         }
     }
 

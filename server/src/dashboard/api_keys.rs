@@ -1,5 +1,6 @@
-//! API key pages: the list, create (the key shown once), delete with a
-//! confirmation, and a form that checks a pasted key.
+//! API key pages: the list (with each key's permissions, expiry and last
+//! use), create (full or restricted, expiring or not; the key shown once),
+//! delete with a confirmation, and a form that checks a pasted key.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -9,12 +10,15 @@ use maud::{Markup, html};
 use super::layout::{self, Section, Tone};
 use super::page::{Page, PageError, PageResult, see_other, status_of};
 use super::session::{Signed, SignedForm};
-use shipment_sdk::model::ApiKey;
+use chrono::{Duration, NaiveDate, Utc};
+use shipment_sdk::model::{Access, ApiKey, CreateApiKey, Permissions, Resource};
 
+use super::session::Form;
 use crate::app::api_keys::{
-    MAX_KEY_NAME, create_api_key, delete_api_key, find_own_key, get_api_key, list_api_keys,
+    MAX_KEY_NAME, create_requested_key, delete_api_key, find_own_key, get_api_key, list_api_keys,
 };
 use crate::app::{self, AppState, numeric_id};
+use crate::domain::FieldError;
 
 /// What the keys page shows besides the list.
 #[derive(Default)]
@@ -25,6 +29,151 @@ struct Extra<'a> {
 
 fn masked(k: &ApiKey) -> String {
     format!("{}…{}", k.prefix, k.last4)
+}
+
+/// A key's permissions in words: `full access`, or the resources it may
+/// use (`shipments: read, couriers: read`), or none.
+fn permissions_text(k: &ApiKey) -> String {
+    let Some(p) = k.permissions else {
+        return "full access".to_owned();
+    };
+    let granted: Vec<String> = Resource::ALL
+        .into_iter()
+        .filter(|r| p.get(*r) != Access::None)
+        .map(|r| format!("{r}: {}", p.get(r)))
+        .collect();
+    if granted.is_empty() {
+        "none (it can only identify itself)".to_owned()
+    } else {
+        granted.join(", ")
+    }
+}
+
+/// What a person reads for a resource in the create form.
+fn resource_label(resource: Resource) -> &'static str {
+    match resource {
+        Resource::Shipments => "Shipments",
+        Resource::Couriers => "Courier companies",
+        Resource::Listen => "Listening to changes",
+        Resource::Testing => "Test controls",
+        _ => "Other",
+    }
+}
+
+/// What a person reads for a level in the create form.
+fn level_label(resource: Resource, access: Access) -> &'static str {
+    match (resource, access) {
+        (_, Access::None) => "No access",
+        (Resource::Shipments, Access::Read) => "Read: list and view",
+        (Resource::Shipments, Access::Write) => "Write: also create, cancel, rate",
+        (Resource::Listen, Access::Read) => "Read: listen, get the signing key",
+        (Resource::Listen, Access::Write) => "Write: also replace the signing key",
+        (Resource::Testing, Access::Write) => "Use (test mode only)",
+        (_, Access::Read) => "Read",
+        _ => "Write",
+    }
+}
+
+/// The expiry choices of the create form: the field's value and its words.
+const EXPIRY_CHOICES: [(&str, &str); 5] = [
+    ("never", "Never"),
+    ("7", "In 7 days"),
+    ("30", "In 30 days"),
+    ("90", "In 90 days"),
+    ("date", "On a date (below)"),
+];
+
+/// The key the create form asks for, read from its fields: `access`
+/// (`full` or `restricted`), `permission-<resource>` per resource,
+/// `expires` (one of [`EXPIRY_CHOICES`]) and `expires-on` (a date; the key
+/// stops working as it begins, 00:00 UTC).
+fn requested_key(form: &Form) -> Result<CreateApiKey, FieldError> {
+    let permissions = match form.get("access").unwrap_or("full") {
+        "full" => None,
+        "restricted" => {
+            let mut p = Permissions::none();
+            for resource in Resource::ALL {
+                let field = format!("permission-{resource}");
+                let level = form.get(&field).unwrap_or("none");
+                let access = Access::from_name(level).ok_or_else(|| {
+                    FieldError::invalid(&field, format!("choose a level for {resource}"))
+                })?;
+                p = p.with(resource, access);
+            }
+            Some(p)
+        }
+        _ => {
+            return Err(FieldError::invalid(
+                "access",
+                "choose full access or restricted",
+            ));
+        }
+    };
+    let expires_at = match form.get("expires").unwrap_or("never") {
+        "never" => None,
+        "date" => {
+            let day = form.get("expires-on").unwrap_or("").trim();
+            let date = NaiveDate::parse_from_str(day, "%Y-%m-%d").map_err(|_| {
+                FieldError::invalid("expires-on", "choose the date on which the key expires")
+            })?;
+            Some(date.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        }
+        days => match days.parse::<i64>() {
+            Ok(days @ (7 | 30 | 90)) => Some(Utc::now() + Duration::days(days)),
+            _ => {
+                return Err(FieldError::invalid(
+                    "expires",
+                    "choose when the key expires",
+                ));
+            }
+        },
+    };
+    Ok(CreateApiKey {
+        name: form.get("name").map(str::to_owned),
+        permissions,
+        expires_at,
+    })
+}
+
+/// The create form: a name, full access or a level per resource (only the
+/// levels each resource has; a support person's reading key to start
+/// with), and an expiry.
+fn create_form(signed: &Signed, name: &str) -> Markup {
+    let start = Permissions::read_only();
+    html! {
+        form.stack method="post" action="/keys" {
+            (layout::csrf(signed))
+            label for="key-name" { "Name (optional)" }
+            input #key-name type="text" name="name" value=(name) maxlength=(MAX_KEY_NAME) placeholder="e.g. checkout server" autocomplete="off";
+            label for="key-access" { "What the key may do" }
+            select #key-access name="access" aria-describedby="key-access-help" {
+                option value="full" selected { "Full access: everything your account can do" }
+                option value="restricted" { "Restricted: only what is chosen below" }
+            }
+            p #key-access-help .muted { "A restricted key starts with rk_ and is refused (403) for anything beyond its permissions." }
+            fieldset.stack {
+                legend { "Permissions of a restricted key" }
+                @for resource in Resource::ALL {
+                    @let id = format!("key-permission-{resource}");
+                    label for=(id) { (resource_label(resource)) }
+                    select id=(id) name={ "permission-" (resource) } {
+                        @for level in resource.levels() {
+                            option value=(level.name()) selected[*level == start.get(resource)] { (level_label(resource, *level)) }
+                        }
+                    }
+                }
+            }
+            label for="key-expires" { "Expires" }
+            select #key-expires name="expires" {
+                @for (value, words) in EXPIRY_CHOICES {
+                    option value=(value) selected[value == "never"] { (words) }
+                }
+            }
+            label for="key-expires-on" { "Expiry date, when “On a date” is chosen (the key stops at 00:00 UTC that day; at most 366 days ahead)" }
+            input #key-expires-on type="date" name="expires-on";
+            button.button.button-primary type="submit" { "Create key" }
+        }
+    }
 }
 
 async fn keys_page(
@@ -43,12 +192,17 @@ async fn keys_page(
             } @else {
                 div.table-wrap {
                     table {
-                        thead { tr { th { "Name" } th { "Key" } th { "Created" } th { "Last used" } th { span.visually-hidden { "Actions" } } } }
+                        thead { tr { th { "Name" } th { "Key" } th { "Permissions" } th { "Expires" } th { "Created" } th { "Last used" } th { span.visually-hidden { "Actions" } } } }
                         tbody {
                             @for k in &keys {
                                 tr {
                                     td data-label="Name" { (k.name) }
                                     td data-label="Key" { code { (masked(k)) } }
+                                    td data-label="Permissions" { (permissions_text(k)) }
+                                    td data-label="Expires" {
+                                        (layout::maybe_when(k.expires_at.as_ref()))
+                                        @if k.expired { " " span.badge.badge-bad { "expired" } }
+                                    }
                                     td data-label="Created" { (layout::when(&k.created_at)) }
                                     td data-label="Last used" { (layout::maybe_when(k.last_used_at.as_ref())) }
                                     td.actions { a.button.button-danger.button-small href={ "/keys/" (k.id) "/delete" } { "Delete" span.visually-hidden { " " (k.name) } } }
@@ -62,12 +216,7 @@ async fn keys_page(
         div.columns {
             section.card {
                 h2 { "Create a key" }
-                form.stack method="post" action="/keys" {
-                    (layout::csrf(signed))
-                    label for="key-name" { "Name (optional)" }
-                    input #key-name type="text" name="name" value=(extra.name) maxlength=(MAX_KEY_NAME) placeholder="e.g. checkout server" autocomplete="off";
-                    button.button.button-primary type="submit" { "Create key" }
-                }
+                (create_form(signed, extra.name))
             }
             section.card {
                 h2 { "Check a key" }
@@ -75,7 +224,7 @@ async fn keys_page(
                 form.stack method="post" action="/keys/verify" {
                     (layout::csrf(signed))
                     label for="verify-key" { "Key" }
-                    input #verify-key type="text" name="key" required autocomplete="off" spellcheck="false" placeholder="sk_test_…";
+                    input #verify-key type="text" name="key" required autocomplete="off" spellcheck="false" placeholder="sk_test_… or rk_test_…";
                     button.button type="submit" { "Check key" }
                 }
             }
@@ -119,7 +268,11 @@ pub(crate) async fn create_key(
     SignedForm { signed, form }: SignedForm,
 ) -> PageResult {
     let name = form.get("name");
-    let (info, key) = match create_api_key(&state, signed.merchant_id(), name).await {
+    let created = match requested_key(&form) {
+        Ok(request) => create_requested_key(&state, signed.merchant_id(), &request).await,
+        Err(e) => Err(app::Error::from(e)),
+    };
+    let (info, key) = match created {
         Ok(created) => created,
         Err(e) if e.is_callers() => {
             let extra = Extra {
@@ -148,7 +301,8 @@ pub(crate) async fn verify_key(
 ) -> PageResult {
     let pasted = form.get("key").unwrap_or("");
     let notice = match find_own_key(&state, signed.merchant_id(), pasted).await? {
-        Some(k) => (Tone::Success, format!("Valid: this is your key “{}” ({}).", k.name, masked(&k))),
+        Some(k) if k.expired => (Tone::Error, format!("Expired: this is your key “{}” ({}), but it no longer works.", k.name, masked(&k))),
+        Some(k) => (Tone::Success, format!("Valid: this is your key “{}” ({}; {}).", k.name, masked(&k), permissions_text(&k))),
         None => (
             Tone::Error,
             "Not valid: this is not a working key of your account (mistyped, deleted, another account's, or for another environment).".to_owned(),

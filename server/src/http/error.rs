@@ -24,6 +24,7 @@ pub struct ApiError {
     detail: String,
     field: Option<String>,
     retry_after: Option<u64>,
+    required_permission: Option<String>,
 }
 
 impl ApiError {
@@ -35,6 +36,7 @@ impl ApiError {
             detail: detail.into(),
             field: None,
             retry_after: None,
+            required_permission: None,
         }
     }
 
@@ -76,6 +78,28 @@ impl ApiError {
             ProblemCode::Unauthenticated,
             detail,
         )
+    }
+
+    /// 401 `api_key_expired`: the key is known, but expired at `at`.
+    pub fn api_key_expired(at: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            ProblemCode::ApiKeyExpired,
+            format!("this API key expired at {at}"),
+        )
+    }
+
+    /// 403 `insufficient_permission`: a restricted key that has `has` where
+    /// the operation needs `needs` (both `resource: level`), which the
+    /// problem's `required_permission` repeats for programs.
+    pub fn insufficient_permission(has: &str, needs: &str) -> ApiError {
+        let mut e = ApiError::new(
+            StatusCode::FORBIDDEN,
+            ProblemCode::InsufficientPermission,
+            format!("this API key has {has}; this operation needs {needs}"),
+        );
+        e.required_permission = Some(needs.to_owned());
+        e
     }
 
     /// 403 `forbidden`.
@@ -247,6 +271,7 @@ impl IntoResponse for ApiError {
             self.detail,
         );
         problem.field = self.field;
+        problem.required_permission = self.required_permission;
         problem.request_id = REQUEST_ID.try_with(Clone::clone).ok();
         let body = serde_json::to_vec(&problem).expect("problems serialize");
         let mut response = (self.status, body).into_response();

@@ -2,16 +2,17 @@
 //! shape: JSON bodies, shipment codes in paths, and the key checks.
 
 use axum::body::Bytes;
-use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, MatchedPath, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 use shipment_sdk::model::{CourierId, InvalidShipmentCode, MerchantId, ProblemCode, ShipmentCode};
 
 use super::ApiError;
+use super::permissions::{self, KeyHeaders, KeySlot};
 use crate::app::AppState;
 use crate::app::auth::{self, KeyHolder, KeyOwnerId, KeyRefused};
-use crate::domain::keys::KeyKind;
+use crate::domain::keys::{self as key_rules, KeyKind};
 
 /// Header carrying merchant and courier keys.
 pub(crate) const API_KEY_HEADER: &str = "x-api-key";
@@ -272,11 +273,14 @@ impl<S: Send + Sync> FromRequestParts<S> for CodePath {
     }
 }
 
-/// A merchant authenticated by its API key (`X-API-KEY: sk_…`).
+/// A merchant authenticated by its API key (`X-API-KEY: sk_…`, or a
+/// restricted `rk_…` whose permissions allow the operation).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Merchant {
     /// The merchant's id.
     pub id: MerchantId,
+    /// The key it called with.
+    pub key: KeyHolder<MerchantId>,
 }
 
 /// A courier company authenticated by its key (`X-API-KEY: ck_…`).
@@ -297,8 +301,11 @@ pub(super) async fn authenticate<Owner: KeyOwnerId>(
         .map(|owner| owner.owner_id)
 }
 
-/// Like [`authenticate`], with the key's own id too (a listener's stream
-/// ends when its key is deleted).
+/// Like [`authenticate`], with the key itself too (a listener's stream
+/// ends when its key is deleted). A merchant's key is then held to what
+/// the operation needs ([`permissions::OPERATIONS`]), after it is known
+/// and unexpired, and what the answer should tell of it is left in the
+/// request's [`KeySlot`].
 pub(super) async fn authenticate_key<Owner: KeyOwnerId>(
     parts: &Parts,
     state: &AppState,
@@ -312,7 +319,23 @@ pub(super) async fn authenticate_key<Owner: KeyOwnerId>(
         return Err(ApiError::unauthenticated(detail));
     };
     let presented = value.to_str().unwrap_or("");
-    auth::authenticate_key::<Owner>(state, presented)
+    let merchant_key = Owner::KIND == KeyKind::Merchant;
+    let operation = merchant_key
+        .then(|| {
+            let route = parts.extensions.get::<MatchedPath>()?;
+            permissions::operation(parts.method.as_str(), route.as_str())
+        })
+        .flatten();
+    let slot = parts.extensions.get::<KeySlot>();
+    let known = |expires_at| {
+        if let (true, Some(slot)) = (merchant_key, slot) {
+            slot.fill(KeyHeaders {
+                need: operation.and_then(|op| op.need),
+                expires_at,
+            });
+        }
+    };
+    let holder = auth::authenticate_key::<Owner>(state, presented)
         .await
         .map_err(|refused| match refused {
             KeyRefused::Malformed => {
@@ -323,12 +346,44 @@ pub(super) async fn authenticate_key<Owner: KeyOwnerId>(
                 state.environment_name()
             )),
             KeyRefused::OtherKind => ApiError::forbidden(match Owner::KIND {
-                KeyKind::Merchant => "courier keys cannot call merchant routes",
                 KeyKind::Courier => "merchant keys cannot call courier routes",
+                _ => "courier keys cannot call merchant routes",
             }),
             KeyRefused::Unknown => ApiError::unauthenticated("invalid or revoked API key"),
+            KeyRefused::Expired(at) => {
+                known(Some(at));
+                ApiError::api_key_expired(&key_rules::rfc3339(at))
+            }
             KeyRefused::Failed(e) => e.into(),
-        })
+        })?;
+    if !merchant_key {
+        return Ok(holder);
+    }
+    known(holder.expires_at);
+    let Some(operation) = operation else {
+        // Fail closed: `permissions::OPERATIONS` lacks this route (its
+        // test says so first).
+        return Err(ApiError::internal(&format!(
+            "{} {:?} takes a merchant key but has no row in permissions::OPERATIONS",
+            parts.method,
+            parts
+                .extensions
+                .get::<MatchedPath>()
+                .map(MatchedPath::as_str)
+        )));
+    };
+    if let Some(need) = operation.need
+        && !need.met_by(holder.permissions.as_ref())
+    {
+        let has = holder
+            .permissions
+            .map_or(need.resource.highest(), |p| p.get(need.resource));
+        return Err(ApiError::insufficient_permission(
+            &format!("{}: {has}", need.resource),
+            &need.to_string(),
+        ));
+    }
+    Ok(holder)
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Merchant
@@ -339,7 +394,10 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let state = AppState::from_ref(state);
-        authenticate(parts, &state).await.map(|id| Merchant { id })
+        authenticate_key(parts, &state).await.map(|key| Merchant {
+            id: key.owner_id,
+            key,
+        })
     }
 }
 

@@ -17,7 +17,7 @@ pub(super) fn router() -> Router<AppState> {
 #[utoipa::path(
     get,
     path = "/merchant-couriers",
-    tag = "shipments",
+    tag = "couriers",
     summary = "The courier companies linked to the merchant",
     security(("api_key" = [])),
     responses(

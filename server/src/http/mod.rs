@@ -25,6 +25,7 @@ mod listen;
 mod merchant_couriers;
 pub(crate) mod openapi;
 mod params;
+pub(crate) mod permissions;
 pub(crate) mod shipments;
 mod testing;
 pub(crate) mod webhooks;
@@ -55,7 +56,9 @@ pub(crate) fn router(state: AppState, pages: Router<AppState>) -> Router {
         .merge(webhooks::router())
         .merge(listen::router())
         .route("/openapi.json", axum::routing::get(openapi::serve));
-    let api = testing::mount(api, &state).fallback(not_found);
+    let api = testing::mount(api, &state)
+        .fallback(not_found)
+        .layer(middleware::from_fn(permissions::key_headers));
     let app = Router::new()
         .merge(health::router())
         .nest("/api/v1", api)

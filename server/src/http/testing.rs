@@ -1,6 +1,7 @@
 //! The test controls' routes (`--test-controls` only; without the flag they
 //! do not exist): faults on the merchant's next requests, advancing a
-//! shipment, duplicate webhook deliveries, a merchant per test; and the middleware that applies
+//! shipment, duplicate webhook deliveries, a merchant per test, a key made
+//! to expire now; and the middleware that applies
 //! armed faults to the API's requests.
 
 use axum::extract::{MatchedPath, Path, Request, State};
@@ -9,7 +10,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, post};
 use axum::{Json, Router};
-use shipment_sdk::model::{MerchantId, ProblemCode, Shipment};
+use shipment_sdk::model::{ApiKey, MerchantId, ProblemCode, Shipment};
 
 use super::ApiError;
 use super::extract::{self, API_KEY_HEADER, ApiJson, CodePath, Merchant};
@@ -36,6 +37,7 @@ pub(super) fn mount(api: Router<AppState>, state: &AppState) -> Router<AppState>
         .route("/testing/webhooks/duplicates", post(duplicate_deliveries))
         .route("/testing/merchants", post(create_merchant))
         .route("/testing/merchants/{id}", delete(delete_merchant))
+        .route("/testing/api-keys/{id}/expire", post(expire_api_key))
 }
 
 impl From<TestingError> for ApiError {
@@ -300,4 +302,30 @@ async fn delete_merchant(
     let id = numeric_id(&id)?;
     let deleted = merchants::delete_test_merchant(&state, merchant.id, id).await?;
     Ok(Json(deleted))
+}
+
+#[utoipa::path(
+    post,
+    path = "/testing/api-keys/{id}/expire",
+    tag = "testing",
+    summary = "Make one of this merchant's API keys expire now",
+    description = "Sets the key's `expires_at` to now: from the next request on, every server \
+                   process refuses it with 401 `api_key_expired` (on PostgreSQL the change is \
+                   announced to the others as it commits, as a deletion is; another process on \
+                   the same SQLite file refuses it within half a second), and the listener \
+                   streams it opened end. Another merchant's key, or no such key: 404.",
+    security(("api_key" = [])),
+    params(IdParam),
+    responses(
+        (status = 200, description = "The key, as `GET /api-keys` lists it", body = ApiKey),
+        Problems
+    )
+)]
+async fn expire_api_key(
+    State(state): State<AppState>,
+    merchant: Merchant,
+    Path(id): Path<String>,
+) -> Result<Json<ApiKey>, ApiError> {
+    let key = testing::expire_api_key(&state, merchant.id, numeric_id(&id)?).await?;
+    Ok(Json(key))
 }

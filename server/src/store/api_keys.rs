@@ -7,11 +7,19 @@ use shipment_sdk::model::{ApiKeyId, CourierId, MerchantId};
 use super::listen::{Credential, Revoked};
 use super::{Backend, Store, StoreError, Tx, now};
 use crate::domain::ids::CourierKeyId;
-use crate::domain::keys::{self, Environment, KeyKind, Secret};
+use crate::domain::keys::{self, Environment, KeyKind, KeyTerms, Secret, StoredPermissions};
 
 const CREATE_API_KEY: &str = "INSERT INTO api_keys \
-                              (merchant_id, name, prefix, last4, key_digest, created_at) \
-                              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+                              (merchant_id, name, prefix, last4, key_digest, created_at, \
+                              permissions, expires_at) \
+                              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
+/// The columns of a listed key ([`ApiKeyInfo`]).
+macro_rules! listed {
+    () => {
+        "SELECT id, name, prefix, last4, created_at, last_used_at, permissions, expires_at \
+         FROM api_keys "
+    };
+}
 const CREATE_COURIER_KEY: &str = "INSERT INTO courier_keys \
                                   (courier_company_id, prefix, last4, key_digest, created_at) \
                                   VALUES ($1, $2, $3, $4, $5) RETURNING id";
@@ -25,16 +33,27 @@ const DELETE_API_KEY_AND_ANNOUNCE: &str = "WITH gone AS \
     SELECT gone.id FROM gone, \
     LATERAL pg_notify('shipment_credential_revoked', 'api_key:' || gone.id) n";
 
+/// Makes a merchant's key expire now ([`Store::expire_api_key`]).
+const EXPIRE_API_KEY: &str =
+    "UPDATE api_keys SET expires_at = $1 WHERE merchant_id = $2 AND id = $3 RETURNING id";
+/// The same on PostgreSQL, announced as [`DELETE_API_KEY_AND_ANNOUNCE`] is.
+const EXPIRE_API_KEY_AND_ANNOUNCE: &str = "WITH gone AS \
+    (UPDATE api_keys SET expires_at = $1 WHERE merchant_id = $2 AND id = $3 RETURNING id) \
+    SELECT gone.id FROM gone, \
+    LATERAL pg_notify('shipment_credential_revoked', 'api_key:' || gone.id) n";
+
 /// Finds a key's owner by digest ([`Store::find_key`]).
 fn find_key_sql(kind: KeyKind) -> &'static str {
     match kind {
-        KeyKind::Merchant => {
-            "SELECT id AS key_id, merchant_id AS owner_id, last_used_at \
-             FROM api_keys WHERE key_digest = $1"
-        }
         KeyKind::Courier => {
-            "SELECT id AS key_id, courier_company_id AS owner_id, last_used_at \
+            "SELECT id AS key_id, courier_company_id AS owner_id, last_used_at, \
+             NULL AS permissions, NULL AS expires_at \
              FROM courier_keys WHERE key_digest = $1"
+        }
+        // A merchant's key, full or restricted.
+        _ => {
+            "SELECT id AS key_id, merchant_id AS owner_id, last_used_at, permissions, expires_at \
+             FROM api_keys WHERE key_digest = $1"
         }
     }
 }
@@ -48,6 +67,12 @@ pub(crate) struct KeyOwner {
     pub owner_id: i64,
     /// When the key was last used (updated at most once a minute).
     pub last_used_at: Option<DateTime<Utc>>,
+    /// A restricted key's permissions; `None` for a full key (and a
+    /// courier's, which the merchant routes never take).
+    #[sqlx(try_from = "Option<String>")]
+    pub permissions: StoredPermissions,
+    /// When the key stops working, if it does.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// A freshly created key: the secret is in this value only.
@@ -69,6 +94,9 @@ pub struct ApiKeyInfo {
     pub last4: String,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
+    #[sqlx(try_from = "Option<String>")]
+    pub permissions: StoredPermissions,
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl Store {
@@ -81,15 +109,31 @@ impl Store {
         name: &str,
         env: Environment,
     ) -> Result<NewKey<ApiKeyId>, StoreError> {
-        let key = keys::generate(KeyKind::Merchant, env);
+        self.create_api_key_on(merchant_id, name, env, &KeyTerms::default())
+            .await
+    }
+
+    /// Creates a merchant API key on `terms`: restricted (`rk_`) when they
+    /// carry permissions, else full (`sk_`).
+    pub(crate) async fn create_api_key_on(
+        &self,
+        merchant_id: MerchantId,
+        name: &str,
+        env: Environment,
+        terms: &KeyTerms,
+    ) -> Result<NewKey<ApiKeyId>, StoreError> {
+        let kind = terms.kind();
+        let key = keys::generate(kind, env);
         let id = self
             .query(CREATE_API_KEY)
             .bind(merchant_id.get())
             .bind(name)
-            .bind(KeyKind::Merchant.prefix(env))
+            .bind(kind.prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))
             .bind(now())
+            .bind(terms.permissions.as_ref().map(keys::stored_permissions))
+            .bind(terms.expires_at)
             .scalar()
             .await?;
         Ok(NewKey {
@@ -139,8 +183,8 @@ impl Store {
     /// Records that a key was used now.
     pub(crate) async fn touch_key(&self, kind: KeyKind, key_id: i64) -> Result<(), StoreError> {
         let sql = match kind {
-            KeyKind::Merchant => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
             KeyKind::Courier => "UPDATE courier_keys SET last_used_at = $1 WHERE id = $2",
+            _ => "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
         };
         self.query(sql).bind(now()).bind(key_id).execute().await?;
         Ok(())
@@ -148,8 +192,7 @@ impl Store {
 
     /// The merchant's API keys, oldest first.
     pub async fn api_keys(&self, merchant_id: MerchantId) -> Result<Vec<ApiKeyInfo>, StoreError> {
-        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
-                   WHERE merchant_id = $1 ORDER BY id";
+        let sql = concat!(listed!(), "WHERE merchant_id = $1 ORDER BY id");
         Ok(self.query(sql).bind(merchant_id.get()).fetch_all().await?)
     }
 
@@ -159,8 +202,7 @@ impl Store {
         merchant_id: MerchantId,
         id: ApiKeyId,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
-                   WHERE merchant_id = $1 AND id = $2";
+        let sql = concat!(listed!(), "WHERE merchant_id = $1 AND id = $2");
         Ok(self
             .query(sql)
             .bind(merchant_id.get())
@@ -175,8 +217,7 @@ impl Store {
         merchant_id: MerchantId,
         digest: &str,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = "SELECT id, name, prefix, last4, created_at, last_used_at FROM api_keys \
-                   WHERE merchant_id = $1 AND key_digest = $2";
+        let sql = concat!(listed!(), "WHERE merchant_id = $1 AND key_digest = $2");
         Ok(self
             .query(sql)
             .bind(merchant_id.get())
@@ -215,14 +256,42 @@ impl Store {
         merchant_id: MerchantId,
         name: &str,
         env: Environment,
+        terms: &KeyTerms,
     ) -> Result<(ApiKeyInfo, Secret), StoreError> {
-        let new = self.create_api_key(merchant_id, name, env).await?;
+        let new = self
+            .create_api_key_on(merchant_id, name, env, terms)
+            .await?;
         let info = self
             .api_key(merchant_id, new.id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a new API key vanished".into()))?;
-        debug_assert_eq!(info.prefix, KeyKind::Merchant.prefix(env));
+        debug_assert_eq!(info.prefix, terms.kind().prefix(env));
         Ok((info, new.key))
+    }
+
+    /// Makes one of the merchant's keys expire now (the test controls);
+    /// `None` if it has no such key. As a deletion does, it answers the key
+    /// as [`Revoked`] for the caller to forget, and on PostgreSQL announces
+    /// it on [`REVOKED_CHANNEL`](super::listen::REVOKED_CHANNEL) as it
+    /// commits: a process that remembers the key would otherwise take it
+    /// until its memory of it runs out, with the old expiry.
+    pub(crate) async fn expire_api_key(
+        &self,
+        merchant_id: MerchantId,
+        id: ApiKeyId,
+    ) -> Result<Option<Revoked>, StoreError> {
+        let sql = match self.backend() {
+            Backend::Postgres => EXPIRE_API_KEY_AND_ANNOUNCE,
+            Backend::Sqlite => EXPIRE_API_KEY,
+        };
+        let gone: Option<i64> = self
+            .query(sql)
+            .bind(now())
+            .bind(merchant_id.get())
+            .bind(id.get())
+            .scalar_optional()
+            .await?;
+        Ok(gone.map(|id| Revoked::deleted(Credential::ApiKey(ApiKeyId::new(id)))))
     }
 }
 
@@ -242,22 +311,26 @@ impl Tx {
     }
 
     /// Stores a merchant API key of a value the caller chose (of `env`,
-    /// well formed: the caller checked it); only its digest is kept.
+    /// well formed, of the kind `terms` make: the caller checked it); only
+    /// its digest is kept.
     pub(crate) async fn create_api_key_of(
         &mut self,
         merchant_id: MerchantId,
         name: &str,
         key: &Secret,
         env: Environment,
+        terms: &KeyTerms,
     ) -> Result<i64, StoreError> {
         Ok(self
             .query(CREATE_API_KEY)
             .bind(merchant_id.get())
             .bind(name)
-            .bind(KeyKind::Merchant.prefix(env))
+            .bind(terms.kind().prefix(env))
             .bind(keys::last4(key.expose()))
             .bind(keys::digest(key.expose()))
             .bind(now())
+            .bind(terms.permissions.as_ref().map(keys::stored_permissions))
+            .bind(terms.expires_at)
             .scalar()
             .await?)
     }

@@ -133,7 +133,8 @@ impl Revoked {
         self.0
     }
 
-    /// `credential`, whose deletion the store just made.
+    /// `credential`, whose deletion the store just made (or, for an API
+    /// key, its expiry by the test controls, which ends it as surely).
     pub(super) fn deleted(credential: Credential) -> Revoked {
         Revoked(credential)
     }

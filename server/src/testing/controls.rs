@@ -11,10 +11,12 @@
 //! version and fires its webhooks.
 
 use serde::{Deserialize, Serialize};
-use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status};
+use shipment_sdk::model::{
+    ApiKey, ApiKeyId, CourierId, DriverId, MerchantId, Shipment, ShipmentCode, Status,
+};
 
 use super::{Result, TestingError};
-use crate::app::{AppState, Error, couriers, shipments};
+use crate::app::{AppState, Error, api_keys, couriers, shipments};
 use crate::domain::FieldError;
 use crate::domain::lifecycle::{self, Operation};
 use crate::test_controls::{Fault, TestControls, TooManyFaults};
@@ -131,6 +133,17 @@ pub(crate) async fn arm_fault(
 pub(crate) async fn disarm_faults(state: &AppState, merchant_id: MerchantId) -> Result<()> {
     controls(state)?.disarm(merchant_id);
     Ok(())
+}
+
+/// Makes the merchant's key `id` expire now: refused with `api_key_expired`
+/// at once, by every process ([`api_keys::expire_api_key`]).
+pub(crate) async fn expire_api_key(
+    state: &AppState,
+    merchant_id: MerchantId,
+    id: ApiKeyId,
+) -> Result<ApiKey> {
+    controls(state)?;
+    Ok(api_keys::expire_api_key(state, merchant_id, id).await?)
 }
 
 /// Sends each of the merchant's next `times` deliveries twice.

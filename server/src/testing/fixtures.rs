@@ -512,6 +512,7 @@ impl Applying<'_> {
                     API_KEY_NAME,
                     &key.value,
                     self.state.environment,
+                    &keys::KeyTerms::default(),
                 )
                 .await
                 .map_err(|e| self.store(e))?;

@@ -5,7 +5,7 @@
 //!
 //! - [`controls`]: the test controls (`--test-controls`): faults on a
 //!   merchant's next requests, advancing a shipment through the real
-//!   lifecycle, duplicated webhook deliveries. What they arm lives lower, in
+//!   lifecycle, duplicated webhook deliveries, a key made to expire now. What they arm lives lower, in
 //!   [`crate::test_controls`], since the state every use-case runs with holds it.
 //! - [`merchants`]: a merchant per test, made with everything a test needs
 //!   and deleted with everything it owns.
@@ -20,6 +20,6 @@ pub(crate) mod merchants;
 
 pub(crate) use controls::{
     AdvanceShipment, ArmFault, DuplicateDeliveries, advance_shipment, arm_fault, disarm_faults,
-    duplicate_deliveries,
+    duplicate_deliveries, expire_api_key,
 };
 pub(crate) use error::{Result, TestingError};

@@ -4,6 +4,13 @@
 //! from the document and the pages from the dashboard's router, so a new
 //! route without its row fails here, naming it, and so does a row whose
 //! route is gone.
+//!
+//! Restricted and expired keys of A's are callers too, on every operation:
+//! their answers are not written out but derived from what the server's
+//! permission table (`harness::key_permissions`) says each operation needs
+//! and from A's full key's answer, so the matrix checks that the key check
+//! holds keys to the table, and the table's own test that every key route
+//! has its row.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -13,6 +20,7 @@ use std::time::Duration;
 use reqwest::header::{CONTENT_TYPE, COOKIE};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
+use shipment_sdk::model::{Access, Permissions, Resource};
 use shipment_testkit::{Fixture, TestApp, db_tests, send};
 
 use crate::dashboard_pages::browser::{Answer, Browser};
@@ -53,6 +61,14 @@ enum Caller {
     /// Bearer tokens only, so a cross-site request that carries the
     /// browser's cookie can do nothing there.
     CookieA,
+    /// A restricted key of A's that reads shipments and courier companies
+    /// ([`Permissions::read_only`]); derived, not a column of [`API`].
+    ReadOnlyKey,
+    /// A restricted key of A's that may only listen (and replace the
+    /// listener key) and use the test controls; derived.
+    ListenTestingKey,
+    /// A full key of A's that the test controls made expire; derived.
+    ExpiredKey,
 }
 
 use Caller::*;
@@ -72,6 +88,50 @@ const CALLERS: [Caller; 12] = [
     CookieA,
 ];
 
+/// The callers whose answers are derived ([`derived`]) rather than written.
+const DERIVED: [Caller; 3] = [ReadOnlyKey, ListenTestingKey, ExpiredKey];
+
+/// The permissions of a derived caller's key (`None`: a full key).
+fn permissions_of(caller: Caller) -> Option<Permissions> {
+    match caller {
+        ReadOnlyKey => Some(Permissions::read_only()),
+        ListenTestingKey => Some(
+            Permissions::none()
+                .with(Resource::Listen, Access::Write)
+                .with(Resource::Testing, Access::Write),
+        ),
+        _ => None,
+    }
+}
+
+/// What a derived caller must get on `operation`, from A's full key's
+/// answer there (`key_a`, and its problem code): an operation a merchant
+/// key cannot call at all is refused as it is for A's full key (a courier
+/// route, a dashboard route); on one it can, an expired key is 401
+/// `api_key_expired`, a restricted key without what the table says the
+/// operation needs is 403 `insufficient_permission`, and one with it gets
+/// exactly A's full key's answer.
+fn derived(
+    caller: Caller,
+    operation: &str,
+    key_a: u16,
+    table: &HashMap<String, Option<(Resource, Access)>>,
+) -> (u16, Option<&'static str>) {
+    let Some(need) = table.get(operation) else {
+        return (key_a, refusal_code(key_a));
+    };
+    if caller == ExpiredKey {
+        return (401, Some("api_key_expired"));
+    }
+    let permissions = permissions_of(caller).expect("a restricted key");
+    match need {
+        Some((resource, access)) if !permissions.allows(*resource, *access) => {
+            (403, Some("insufficient_permission"))
+        }
+        _ => (key_a, refusal_code(key_a)),
+    }
+}
+
 /// Every operation of the OpenAPI document × every [`Caller`], in the order
 /// of [`CALLERS`]: the status it must answer. Path parameters name A's
 /// objects (a shipment in the state the operation needs, A's webhook and a
@@ -86,6 +146,8 @@ const API: &[(&str, [u16; 12])] = &[
     ("POST /api-keys",                                    [401, 401, 401, 401, 401, 401, 401, 401, 201, 201, 401, 401]),
     ("POST /api-keys/verify",                             [401, 401, 401, 401, 401, 401, 401, 401, 200, 200, 401, 401]),
     ("DELETE /api-keys/{id}",                             [401, 401, 401, 401, 401, 401, 401, 401, 204, 404, 401, 401]),
+    // Each key tells what it is; a session is not a key.
+    ("GET /api-keys/current",                             [401, 200, 200, 401, 403, 403, 200, 403, 401, 401, 401, 401]),
     // Anyone may sign in with A's e-mail and password; a credential sent
     // beside them changes nothing.
     ("POST /auth/login",                                  [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
@@ -120,6 +182,8 @@ const API: &[(&str, [u16; 12])] = &[
     // A's id: A was not made by this route, so it may not delete itself.
     ("DELETE /testing/merchants/{id}",                    [401, 403, 404, 401, 403, 403, 404, 403, 401, 401, 401, 401]),
     ("POST /testing/shipments/{code}/advance",            [401, 200, 403, 401, 403, 403, 403, 403, 401, 401, 401, 401]),
+    // A key of A's: not another merchant's.
+    ("POST /testing/api-keys/{id}/expire",                [401, 200, 404, 401, 403, 403, 404, 403, 401, 401, 401, 401]),
     ("POST /testing/webhooks/duplicates",                 [401, 200, 200, 401, 403, 403, 200, 403, 401, 401, 401, 401]),
     ("GET /webhooks",                                     [401, 401, 401, 401, 401, 401, 401, 401, 200, 200, 401, 401]),
     ("POST /webhooks",                                    [401, 401, 401, 401, 401, 401, 401, 401, 201, 201, 401, 401]),
@@ -144,7 +208,10 @@ const RUN_LAST: [&str; 2] = ["POST /auth/logout", "DELETE /testing/merchants/{id
 /// Who may see A's objects: a 2xx (or any) answer to anyone else must not
 /// carry them.
 fn may_see_a(caller: Caller) -> bool {
-    matches!(caller, KeyA | CourierA | SessionA)
+    matches!(
+        caller,
+        KeyA | CourierA | SessionA | ReadOnlyKey | ListenTestingKey
+    )
 }
 
 /// A request's answer: its status, and its body (`Null` for an event
@@ -205,6 +272,10 @@ struct World {
     b_token: String,
     ended_token: String,
     deleted_key: String,
+    /// A's restricted keys and expired key ([`DERIVED`]).
+    read_only_key: String,
+    listen_testing_key: String,
+    expired_key: String,
     /// A's key named with the marker: what verifying it shows is checked.
     named_key: String,
     /// The test merchant A made: its key, courier key and driver.
@@ -255,6 +326,30 @@ impl World {
         )))
         .await;
 
+        let restricted = |permissions: Permissions| {
+            send(
+                app.bearer(Method::POST, "/api-keys", &a_token)
+                    .json(&json!({ "permissions": permissions })),
+            )
+        };
+        let read_only_key = ok(restricted(permissions_of(ReadOnlyKey).unwrap())).await["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let listen_testing_key =
+            ok(restricted(permissions_of(ListenTestingKey).unwrap())).await["key"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        let expired = ok(send(app.bearer(Method::POST, "/api-keys", &a_token))).await;
+        let expired_id = expired["id"].as_i64().unwrap();
+        ok(send(app.req(
+            Method::POST,
+            &format!("/testing/api-keys/{expired_id}/expire"),
+            &a.key,
+        )))
+        .await;
+
         ok(send(
             app.req(Method::POST, "/courier/drivers", &a.courier_key)
                 .json(&json!({"name": marker})),
@@ -293,6 +388,9 @@ impl World {
             b_token,
             ended_token,
             deleted_key: deleted["key"].as_str().unwrap().to_owned(),
+            read_only_key,
+            listen_testing_key,
+            expired_key: expired["key"].as_str().unwrap().to_owned(),
             named_key,
             hook,
             delivery,
@@ -388,7 +486,7 @@ impl World {
             path = path.replace("{code}", &self.shipment(app, state).await);
         }
         let id = match operation {
-            "DELETE /api-keys/{id}" => {
+            "DELETE /api-keys/{id}" | "POST /testing/api-keys/{id}/expire" => {
                 let key = ok(send(app.bearer(Method::POST, "/api-keys", &self.a_token))).await;
                 key["id"].as_i64().unwrap()
             }
@@ -443,15 +541,16 @@ impl World {
                 let code = path.split('/').find(|s| s.starts_with("SHP-")).unwrap();
                 send(app.req(Method::GET, &format!("/shipments/{code}"), &self.a.key)).await
             }
-            "DELETE /api-keys/{id}" => {
+            "DELETE /api-keys/{id}" | "POST /testing/api-keys/{id}/expire" => {
                 let (status, keys) =
                     send(app.bearer(Method::GET, "/api-keys", &self.a_token)).await;
-                // Ids only: a key's `last_used_at` moves as the cells use it.
+                // Ids and expiry only: a key's `last_used_at` moves as the
+                // cells use it.
                 let ids: Vec<_> = keys["data"]
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|k| k["id"].clone())
+                    .map(|k| json!([k["id"], k["expires_at"]]))
                     .collect();
                 (status, json!(ids))
             }
@@ -489,6 +588,9 @@ impl World {
             SessionB => app.bearer(method, path, &self.b_token),
             Ended => app.bearer(method, path, &self.ended_token),
             CookieA => plain.header(COOKIE, format!("shipments_session={}", self.a_token)),
+            ReadOnlyKey => app.req(method, path, &self.read_only_key),
+            ListenTestingKey => app.req(method, path, &self.listen_testing_key),
+            ExpiredKey => app.req(method, path, &self.expired_key),
         }
     }
 }
@@ -595,12 +697,28 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
                 .find(|(op, _)| op == last)
                 .expect("a row for each of RUN_LAST")
         }));
+    let table: HashMap<String, Option<(Resource, Access)>> =
+        shipment_server::harness::key_permissions()
+            .into_iter()
+            .collect();
     let mut wrong = Vec::new();
     for (operation, statuses) in order {
         let (method, _) = operation.split_once(' ').unwrap();
         let method = Method::from_bytes(method.as_bytes()).unwrap();
-        for (caller, expected) in CALLERS.iter().zip(statuses) {
-            let expected = *expected;
+        let written = CALLERS
+            .iter()
+            .zip(statuses)
+            .map(|(caller, status)| (*caller, *status, refusal_code(*status)));
+        let key_a = statuses[1];
+        let derived = DERIVED.iter().map(|caller| {
+            let (status, code) = derived(*caller, operation, key_a, &table);
+            (*caller, status, code)
+        });
+        // The derived callers first: a row that ends something (RUN_LAST)
+        // ends it in A's column.
+        let cells: Vec<_> = derived.chain(written).collect();
+        for (caller, expected, code) in cells {
+            let caller = &caller;
             let (path, body) = world.cell(app, operation, *caller).await;
             let before = match expected {
                 400.. => world.a_view(app, operation, &path).await,
@@ -627,7 +745,7 @@ async fn every_operation_answers_every_caller_as_the_matrix_says(app: &TestApp) 
                 ));
                 continue;
             }
-            if let Some(code) = refusal_code(expected) {
+            if let Some(code) = code {
                 let problem = got.content_type.starts_with("application/problem+json")
                     && got.body["code"] == code
                     && got.body["status"] == expected;

@@ -30,6 +30,7 @@ mod outage;
 mod oversize;
 mod processes;
 mod redelivery;
+mod restricted_keys;
 mod revocation;
 mod shipments;
 mod standard_libraries;

@@ -59,7 +59,79 @@ async fn a_key_deleted_through_one_process_is_refused_by_another_within_a_second
 shipment_testkit::db_tests!(
     db;
     a_key_deleted_through_one_process_is_refused_by_another_within_a_second,
+    a_key_expired_through_one_process_is_refused_by_another_at_once,
 );
+
+/// The test controls' expiry of a key (`POST /testing/api-keys/{id}/expire`)
+/// through process B reaches A as a deletion does: on PostgreSQL A refuses
+/// the key (`api_key_expired`) at once, though it had just verified it and
+/// remembers it, since the change is announced; on SQLite within the key
+/// cache's TTL.
+async fn a_key_expired_through_one_process_is_refused_by_another_at_once(db: Db) {
+    let Some((a, b)) = crate::OtherProcess::beside(db, |c| c.test_controls = true).await else {
+        return;
+    };
+    let f = a.fixture_with_login().await;
+    let (email, password) = f.credentials();
+    let token = a.login(&email, &password).await;
+    let (_, made) = send(
+        a.bearer(Method::POST, "/api-keys", &token)
+            .json(&serde_json::json!({"permissions": {"shipments": "read"}})),
+    )
+    .await;
+    let key = made["key"].as_str().unwrap().to_owned();
+    let id = made["id"].as_i64().unwrap();
+    let on_a = || a.req(Method::GET, "/shipments", &key);
+    // A verifies the key afresh and then takes it from memory.
+    tokio::time::sleep(KEY_CACHE_TTL).await;
+    assert_eq!(send(on_a()).await.0, StatusCode::OK);
+    let remembered = Instant::now();
+    assert_eq!(send(on_a()).await.0, StatusCode::OK);
+
+    let (status, body) = send(
+        a.client
+            .post(format!("{}/testing/api-keys/{id}/expire", b.base))
+            .header("X-API-KEY", &f.key),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // B, which made the change: at once.
+    let (status, body) = send(
+        a.client
+            .get(format!("{}/shipments", b.base))
+            .header("X-API-KEY", &key),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(body["code"], "api_key_expired");
+    let expired = Instant::now();
+    let bound = match db {
+        Db::Postgres => ANNOUNCED,
+        _ => KEY_CACHE_TTL + Duration::from_millis(200),
+    };
+    loop {
+        let (status, body) = send(on_a()).await;
+        if status == StatusCode::UNAUTHORIZED {
+            assert_eq!(body["code"], "api_key_expired", "{body}");
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            expired.elapsed() < bound,
+            "A still takes the expired key {:?} after its expiry",
+            expired.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if db == Db::Postgres {
+        assert!(
+            remembered.elapsed() < KEY_CACHE_TTL,
+            "A's memory had not expired yet, so the announcement did it"
+        );
+    }
+    b.stop().await;
+    a.stop().await;
+}
 
 /// How long, on PostgreSQL, another process may take the key after its
 /// deletion was answered: the deletion's announcement has to reach it,
