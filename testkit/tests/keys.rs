@@ -87,4 +87,3 @@ async fn a_per_test_merchant_makes_and_expires_its_own_keys(db: Db) {
     merchant.delete().await;
     server.stop().await;
 }
-
