@@ -55,7 +55,8 @@ pub struct GlobalArgs {
     /// `default_profile`, else "default"].
     #[arg(long, short = 'p', env = "SHIPCTL_PROFILE", global = true)]
     pub profile: Option<String>,
-    /// Merchant API key (sk_test_... or sk_live_...). Prefer the variable or
+    /// Merchant API key (sk_test_... or sk_live_..., or a restricted key
+    /// rk_test_... or rk_live_...). Prefer the variable or
     /// `shipctl config set api-key`, which keep it out of shell history.
     #[arg(long, env = "SHIPCTL_API_KEY", hide_env_values = true, global = true)]
     pub api_key: Option<String>,
@@ -63,7 +64,8 @@ pub struct GlobalArgs {
     /// http://127.0.0.1:8080/api/v1; production has none].
     #[arg(long, env = "SHIPCTL_BASE_URL", global = true)]
     pub base_url: Option<String>,
-    /// Staging takes sk_test_ keys, production sk_live_ keys; a key of the
+    /// Staging takes sk_test_ and rk_test_ keys, production sk_live_ and
+    /// rk_live_ keys; a key of the
     /// other environment is refused before anything is sent [default:
     /// staging].
     #[arg(long, env = "SHIPCTL_ENVIRONMENT", value_enum, global = true)]

@@ -470,6 +470,10 @@ mod tests {
             "whsec_...J0sA"
         );
         assert_eq!(mask("sk_test_short"), "sk_test_...");
+        assert_eq!(
+            mask("rk_live_0123456789abcdefghijABCDEFGHIJ"),
+            "rk_live_...GHIJ"
+        );
         assert_eq!(mask("nounderscore-but-long-enough"), "...ough");
     }
 

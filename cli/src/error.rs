@@ -78,21 +78,27 @@ impl Failure {
         };
         let hint = hint(&e, status, what);
         let message = match e {
-            SdkError::Api(api) => {
-                let mut m = api
-                    .detail
-                    .clone()
-                    .unwrap_or_else(|| "the service answered without an explanation".into());
-                m.push_str(&format!(" (HTTP {}", api.status));
-                if let Some(c) = &api.code {
-                    m.push_str(&format!(" {c}"));
-                }
-                if let Some(id) = &api.request_id {
-                    m.push_str(&format!(", request id {id}"));
-                }
-                m.push(')');
-                m
-            }
+            // One line naming what the key lacks, or when it ended: the
+            // service's detail says it too, but a person reads the first
+            // words.
+            SdkError::InsufficientPermission { required, error } => format!(
+                "this API key may not do this: it needs {required}{}",
+                answer_suffix(&error)
+            ),
+            SdkError::ApiKeyExpired { expired_at, error } => format!(
+                "this API key expired{}{}",
+                expired_at
+                    .map(|t| format!(" at {}", crate::output::short_time(&t)))
+                    .unwrap_or_default(),
+                answer_suffix(&error)
+            ),
+            SdkError::Api(api) => format!(
+                "{}{}",
+                api.detail
+                    .as_deref()
+                    .unwrap_or("the service answered without an explanation"),
+                answer_suffix(&api)
+            ),
             other => other.to_string(),
         };
         Failure {
@@ -101,6 +107,20 @@ impl Failure {
             hint,
         }
     }
+}
+
+/// ` (HTTP 403 insufficient_permission, request id 01J...)`: what to quote
+/// to support.
+fn answer_suffix(api: &shipment_sdk::ApiError) -> String {
+    let mut m = format!(" (HTTP {}", api.status);
+    if let Some(c) = &api.code {
+        m.push_str(&format!(" {c}"));
+    }
+    if let Some(id) = &api.request_id {
+        m.push_str(&format!(", request id {id}"));
+    }
+    m.push(')');
+    m
 }
 
 /// Which part of the service a call was about, for the hint that fixes it.
@@ -126,6 +146,14 @@ impl Surface {
 
 fn hint(e: &SdkError, status: Option<u16>, what: Surface) -> Option<String> {
     let hint = match (status, e.code(), e) {
+        (_, _, SdkError::InsufficientPermission { .. }) => {
+            "`shipctl whoami` shows what the key may do; a key with more permissions is made in \
+             the dashboard or with `shipctl keys create --permissions`"
+        }
+        (_, _, SdkError::ApiKeyExpired { .. }) => {
+            "an expired key never works again: make a new one in the dashboard or with \
+             `shipctl keys create --save`"
+        }
         (Some(401), _, _) if what == Surface::Login => {
             "check the e-mail and password; `shipctl config set email` stores the e-mail"
         }

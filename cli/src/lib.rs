@@ -174,7 +174,8 @@ impl Ctx {
         let mut builder = Client::builder()
             .api_key(&key.value)
             .environment(self.settings.sdk_environment()?)
-            .user_agent(USER_AGENT);
+            .user_agent(USER_AGENT)
+            .on_key_expiry_warning(warn_key_expiry);
         if let Some(url) = &self.settings.base_url {
             builder = builder.base_url(&url.value);
         }
@@ -229,6 +230,22 @@ impl Ctx {
 /// Whether a person is reading stdin (to ask for a password or e-mail).
 pub fn stdin_is_terminal() -> bool {
     io::stdin().is_terminal()
+}
+
+/// Prints the service's `X-Key-Expiry-Warning` on stderr, the first time
+/// only: every answer in a key's last 7 days carries it, and a command that
+/// sends a hundred requests should still say it once. Escaped, as every
+/// text from the service.
+pub fn warn_key_expiry(warning: &str) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        let yellow = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+        let _ = writeln!(
+            anstream::stderr(),
+            "{yellow}warning:{yellow:#} {}",
+            output::escape(warning)
+        );
+    });
 }
 
 /// A note for the person at the terminal, on stderr (never on stdout),

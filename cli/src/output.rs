@@ -23,6 +23,7 @@ use shipment_sdk::model::{Page, Status};
 
 use self::escape::TerminalSafe;
 pub use self::escape::escape;
+pub use self::model::{expiry_cell, permissions_cell};
 
 /// `--output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -405,6 +405,32 @@ impl<C> Builder<C> {
         self
     }
 
+    /// Runs `hook` with the text of every `X-Key-Expiry-Warning` the
+    /// service sends: on each answer in the last 7 days before the API key
+    /// expires, `this API key expires at 2026-12-01T00:00:00Z, in 3 days`.
+    /// Each answer carrying it runs the hook once, so a program that wants
+    /// to say it once keeps count itself (as `shipctl` does). The last
+    /// warning is also kept: [`Client::key_expiry_warning`](crate::Client::key_expiry_warning).
+    ///
+    /// ```no_run
+    /// use std::sync::Once;
+    /// static WARNED: Once = Once::new();
+    /// let client = shipment_sdk::Client::builder()
+    ///     .api_key("sk_test_...")
+    ///     .on_key_expiry_warning(|warning| {
+    ///         WARNED.call_once(|| eprintln!("warning: {warning}: make a new key"));
+    ///     })
+    ///     .build()?;
+    /// # Ok::<(), shipment_sdk::Error>(())
+    /// ```
+    pub fn on_key_expiry_warning(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.options
+            .hooks
+            .key_expiry
+            .push(std::sync::Arc::new(hook));
+        self
+    }
+
     /// The environment chosen, staging by default.
     pub(crate) fn chosen_environment(&self) -> Environment {
         self.environment.clone().unwrap_or_default()

@@ -8,9 +8,10 @@ use reqwest::Url;
 use crate::builder::{Builder, ClientBuilder};
 use crate::error::{Error, Result};
 use crate::keys::{KeyEnvironment, KeyKind, KeyPrefix};
+use crate::model::CurrentKey;
 use crate::resources::couriers::Couriers;
 use crate::resources::shipments::Shipments;
-use crate::transport::{Auth, Transport, normalize_base_url};
+use crate::transport::{Auth, Call, Transport, normalize_base_url};
 
 /// Where the local reference server listens: the default staging address.
 pub const STAGING_URL: &str = "http://127.0.0.1:8080/api/v1";
@@ -80,18 +81,24 @@ impl Environment {
 /// before anything is sent. The key never appears in the error.
 fn check_key(key: &str, environment: &Environment) -> Result<()> {
     let prefix = match KeyPrefix::parse(key) {
-        Some((prefix, _)) if prefix.kind == KeyKind::Merchant => prefix,
+        Some((prefix, _)) if prefix.kind.is_merchant() => prefix,
         _ => {
             return Err(Error::Config(
-                "the API key is not a merchant API key: it must start with sk_test_ or sk_live_"
+                "the API key is not a merchant API key: it must start with sk_test_ or sk_live_ \
+                 (or rk_test_ or rk_live_ for a restricted key)"
                     .into(),
             ));
         }
     };
     if prefix.environment != environment.key_environment() {
-        let (key_kind, expected) = match prefix.environment {
-            KeyEnvironment::Staging => ("a test (sk_test_)", "Staging"),
-            KeyEnvironment::Production => ("a live (sk_live_)", "Production(url)"),
+        let restricted = prefix.kind == KeyKind::Restricted;
+        let (key_kind, expected) = match (prefix.environment, restricted) {
+            (KeyEnvironment::Staging, false) => ("a test (sk_test_)", "Staging"),
+            (KeyEnvironment::Staging, true) => ("a restricted test (rk_test_)", "Staging"),
+            (KeyEnvironment::Production, false) => ("a live (sk_live_)", "Production(url)"),
+            (KeyEnvironment::Production, true) => {
+                ("a restricted live (rk_live_)", "Production(url)")
+            }
         };
         return Err(Error::WrongEnvironment {
             key_kind,
@@ -237,6 +244,52 @@ impl Client {
     /// The environment the client was built for.
     pub fn environment(&self) -> &Environment {
         &self.environment
+    }
+
+    /// The last `X-Key-Expiry-Warning` the service sent this client, if
+    /// any: every answer in the last 7 days before the API key expires
+    /// carries one, `this API key expires at 2026-12-01T00:00:00Z, in 3
+    /// days`. Kept until a later one replaces it. To act on each as it
+    /// comes, use [`on_key_expiry_warning`](crate::Builder::on_key_expiry_warning).
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// client.shipments().list().send().await?;
+    /// if let Some(warning) = client.key_expiry_warning() {
+    ///     eprintln!("warning: {warning}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn key_expiry_warning(&self) -> Option<String> {
+        self.transport.key_expiry_warning()
+    }
+
+    /// What the client's API key is and may do (`GET /api-keys/current`):
+    /// its id, name, merchant, permissions and expiry. Any key the service
+    /// knows and that has not expired may ask, whatever its permissions; a
+    /// full key shows every resource at its highest level. It counts as a
+    /// use of the key.
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::model::{Access, Resource};
+    /// let key = client.current_key().await?;
+    /// if !key.permissions.allows(Resource::Shipments, Access::Write) {
+    ///     println!("key {} ({}) can only read shipments", key.id, key.name);
+    /// }
+    /// if let Some(at) = key.expires_at {
+    ///     println!("it stops working at {at}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ApiKeyExpired`] for a key that has expired; a 401
+    /// [`Error::Api`] for one the service does not know (deleted).
+    pub async fn current_key(&self) -> Result<CurrentKey> {
+        let call = Call::get("/api-keys/current", "/api-keys/current");
+        self.transport.json(call).await
     }
 }
 

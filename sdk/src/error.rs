@@ -16,7 +16,9 @@ use crate::model::{InvalidIdempotencyKey, InvalidShipmentCode, Problem, ProblemC
 /// [`is_forbidden`](Error::is_forbidden), [`is_conflict`](Error::is_conflict),
 /// [`is_rate_limited`](Error::is_rate_limited),
 /// [`is_timeout`](Error::is_timeout), [`retry_after`](Error::retry_after),
-/// [`is_retryable`](Error::is_retryable).
+/// [`is_retryable`](Error::is_retryable), and for a key that may not do
+/// something or has expired, [`required_permission`](Error::required_permission)
+/// and [`is_key_expired`](Error::is_key_expired).
 ///
 /// No variant ever holds an API key, a session token or a password: their
 /// `Debug` and `Display` stay safe to log.
@@ -77,6 +79,38 @@ pub enum Error {
         /// What did not parse.
         #[source]
         source: serde_json::Error,
+    },
+    /// The API key may not do this (403 `insufficient_permission`): a
+    /// restricted key (`rk_`) without the permission the operation needs.
+    /// `required` names it as the service does, `shipments: write`; the
+    /// key's own permissions are in the detail, and
+    /// [`current_key`](crate::Client::current_key) lists them all.
+    /// [`status`](Error::status), [`code`](Error::code),
+    /// [`is_forbidden`](Error::is_forbidden) and [`api`](Error::api) read it
+    /// as any other refusal.
+    ///
+    /// An answer with that code that does not name the permission (a
+    /// missing or malformed `required_permission`) stays [`Error::Api`].
+    #[error("{error}")]
+    InsufficientPermission {
+        /// The permission the operation needs, `shipments: write`.
+        required: String,
+        /// The refusal as the service sent it.
+        error: Box<ApiError>,
+    },
+    /// The API key has expired (401 `api_key_expired`): it will never work
+    /// again, so make a new one. Distinct from an unknown or deleted key
+    /// (401 `unauthenticated`, an [`Error::Api`]).
+    /// [`status`](Error::status), [`code`](Error::code),
+    /// [`is_unauthenticated`](Error::is_unauthenticated) and
+    /// [`api`](Error::api) read it as any other refusal.
+    #[error("{error}")]
+    ApiKeyExpired {
+        /// When the key expired (the answer's `X-Key-Expires-At`), if the
+        /// answer said so in a form the SDK reads.
+        expired_at: Option<chrono::DateTime<chrono::Utc>>,
+        /// The refusal as the service sent it.
+        error: Box<ApiError>,
     },
     /// An event stream (the listener's) that is not Server-Sent Events as
     /// the service sends them.
@@ -154,7 +188,9 @@ impl Error {
     /// success answer.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Error::Api(e) => Some(e.status),
+            Error::Api(_) | Error::InsufficientPermission { .. } | Error::ApiKeyExpired { .. } => {
+                self.api().map(|e| e.status)
+            }
             Error::Redirect { status, .. } | Error::Decode { status, .. } => Some(*status),
             _ => None,
         }
@@ -173,10 +209,7 @@ impl Error {
     /// # Ok(()) }
     /// ```
     pub fn code(&self) -> Option<&ProblemCode> {
-        match self {
-            Error::Api(e) => e.code.as_ref(),
-            _ => None,
-        }
+        self.api().and_then(|e| e.code.as_ref())
     }
 
     /// Whether the service answered 404: no such shipment, API key, webhook
@@ -239,7 +272,9 @@ impl Error {
     /// and log searches.
     pub fn request_id(&self) -> Option<&str> {
         match self {
-            Error::Api(e) => e.request_id.as_deref(),
+            Error::Api(_) | Error::InsufficientPermission { .. } | Error::ApiKeyExpired { .. } => {
+                self.api().and_then(|e| e.request_id.as_deref())
+            }
             Error::Redirect { request_id, .. } | Error::Decode { request_id, .. } => {
                 request_id.as_deref()
             }
@@ -262,16 +297,49 @@ impl Error {
             Error::Connect(_) | Error::Timeout(_) => true,
             Error::Transport(e) => e.unanswered,
             Error::Api(e) => is_retryable_status(e.status),
+            // A permission or an expiry does not come back on its own.
             _ => false,
         }
     }
 
-    /// The error body, for an error answer.
+    /// The error body, for an error answer (a refused permission and an
+    /// expired key included).
     pub fn api(&self) -> Option<&ApiError> {
         match self {
-            Error::Api(e) => Some(e),
+            Error::Api(e)
+            | Error::InsufficientPermission { error: e, .. }
+            | Error::ApiKeyExpired { error: e, .. } => Some(e),
             _ => None,
         }
+    }
+
+    /// The permission the operation needed, `shipments: write`, when the
+    /// API key was refused for the lack of it
+    /// ([`Error::InsufficientPermission`]).
+    ///
+    /// ```no_run
+    /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
+    /// match client.shipments().cancel("SHP-7K3M-Q9ZX").await {
+    ///     Ok(_) => println!("cancelled"),
+    ///     Err(e) if e.required_permission().is_some() => {
+    ///         eprintln!("this key cannot cancel: it needs {}", e.required_permission().unwrap());
+    ///     }
+    ///     Err(e) if e.is_key_expired() => eprintln!("the key has expired: make a new one"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn required_permission(&self) -> Option<&str> {
+        match self {
+            Error::InsufficientPermission { required, .. } => Some(required),
+            _ => None,
+        }
+    }
+
+    /// Whether the API key was refused because it has expired
+    /// ([`Error::ApiKeyExpired`]).
+    pub fn is_key_expired(&self) -> bool {
+        matches!(self, Error::ApiKeyExpired { .. })
     }
 }
 

@@ -58,11 +58,17 @@ pub(crate) type RequestHook = Arc<dyn Fn(&mut OutgoingRequest<'_>) + Send + Sync
 /// keeps it.
 pub(crate) type ResponseHook = Arc<dyn Fn(&IncomingResponse<'_>) + Send + Sync>;
 
+/// A key-expiry hook, as
+/// [`Builder::on_key_expiry_warning`](crate::Builder::on_key_expiry_warning)
+/// keeps it.
+pub(crate) type KeyExpiryHook = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The hooks of a client, in the order they were added.
 #[derive(Clone, Default)]
 pub(crate) struct Hooks {
     pub request: Vec<RequestHook>,
     pub response: Vec<ResponseHook>,
+    pub key_expiry: Vec<KeyExpiryHook>,
 }
 
 impl fmt::Debug for Hooks {
@@ -70,6 +76,7 @@ impl fmt::Debug for Hooks {
         f.debug_struct("Hooks")
             .field("on_request", &self.request.len())
             .field("on_response", &self.response.len())
+            .field("on_key_expiry_warning", &self.key_expiry.len())
             .finish()
     }
 }
@@ -403,6 +410,7 @@ mod tests {
                 }),
             ],
             response: Vec::new(),
+            key_expiry: Vec::new(),
         };
         hooks.before(&method, &url, &mut headers, 1);
         assert_eq!(headers["x-order"], "first,second");

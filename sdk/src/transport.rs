@@ -26,6 +26,12 @@ use crate::retry::RetryPolicy;
 
 const API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
 const IDEMPOTENCY_KEY_HEADER: HeaderName = HeaderName::from_static("idempotency-key");
+const KEY_EXPIRY_WARNING_HEADER: HeaderName = HeaderName::from_static("x-key-expiry-warning");
+
+/// The longest `X-Key-Expiry-Warning` kept: the service's sentence is
+/// about 70 characters; a longer value is cut, never refused, since a
+/// warning must not fail a call.
+const MAX_KEY_EXPIRY_WARNING: usize = 200;
 
 /// How to fetch another page of a paged list: the call of the first page,
 /// sent again with another `page`. A [`Page`] fetched by the SDK carries
@@ -75,6 +81,8 @@ struct Inner {
     base_url: Url,
     auth: Auth,
     retry: RetryPolicy,
+    /// The last `X-Key-Expiry-Warning` of an answer to this credential.
+    key_expiry_warning: std::sync::Mutex<Option<String>>,
 }
 
 impl fmt::Debug for Transport {
@@ -102,6 +110,7 @@ impl Transport {
                 base_url,
                 auth,
                 retry: options.retry,
+                key_expiry_warning: std::sync::Mutex::default(),
             }),
         })
     }
@@ -116,7 +125,47 @@ impl Transport {
                 base_url: self.inner.base_url.clone(),
                 auth,
                 retry: self.inner.retry,
+                // Another credential: what the first one was warned of is
+                // not this one's.
+                key_expiry_warning: std::sync::Mutex::default(),
             }),
+        }
+    }
+
+    /// The last `X-Key-Expiry-Warning` an answer carried, if any.
+    pub fn key_expiry_warning(&self) -> Option<String> {
+        self.inner
+            .key_expiry_warning
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Keeps the answer's `X-Key-Expiry-Warning`, if it has one, and runs
+    /// the key-expiry hooks with it. The text is the service's: cut to a
+    /// bounded length, and a value that is not text is ignored.
+    fn note_key_expiry_warning(&self, headers: &header::HeaderMap) {
+        let Some(warning) = headers
+            .get(KEY_EXPIRY_WARNING_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        else {
+            return;
+        };
+        let mut end = warning.len().min(MAX_KEY_EXPIRY_WARNING);
+        while !warning.is_char_boundary(end) {
+            end -= 1;
+        }
+        let warning = &warning[..end];
+        tracing::warn!(warning, "the API key expires soon");
+        *self
+            .inner
+            .key_expiry_warning
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(warning.to_owned());
+        for hook in &self.inner.options.hooks.key_expiry {
+            hook(warning);
         }
     }
 
@@ -214,6 +263,7 @@ impl Transport {
         }
         let started = std::time::Instant::now();
         let response = http.execute(request).await.map_err(classify_unanswered)?;
+        self.note_key_expiry_warning(response.headers());
         if let Some((method, url)) = &seen {
             hooks.after(&IncomingResponse {
                 method,

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_sdk::Client;
-use shipment_sdk::model::{CourierId, DriverId, MerchantId, Shipment, Status};
+use shipment_sdk::model::{
+    ApiKey, ApiKeyId, CourierId, CreateApiKey, DriverId, MerchantId, NewApiKey, Shipment, Status,
+};
+use shipment_sdk::{Client, DashboardClient};
 
 use crate::{WebhookInbox, WebhookReceiver};
 
@@ -111,6 +113,44 @@ impl TestMerchant {
         serde_json::from_value(body.await).expect("a shipment")
     }
 
+    /// A new API key of this merchant, made through its dashboard sign-in
+    /// as `key` describes it (permissions, expiry), as
+    /// [`TestServer::create_api_key`](crate::TestServer::create_api_key)
+    /// does for the first merchant.
+    ///
+    /// # Panics
+    ///
+    /// When the sign-in fails or the server refuses the key.
+    pub async fn create_api_key(&self, key: &CreateApiKey) -> NewApiKey {
+        DashboardClient::builder()
+            .base_url(&self.base)
+            .login(&self.email, &self.password)
+            .await
+            .expect("the merchant signs in")
+            .api_keys()
+            .create_with(key)
+            .await
+            .expect("the server makes the key")
+    }
+
+    /// Makes its API key `api_key` (its own [`api_key`](Self::api_key), or
+    /// one from [`create_api_key`](Self::create_api_key)) expire now
+    /// (`POST /testing/api-keys/{id}/expire`, asked with its own key), as
+    /// [`TestServer::expire_api_key`](crate::TestServer::expire_api_key)
+    /// does. Expiring its own key leaves it without a working key for
+    /// the test controls: [`delete`](Self::delete) then needs another.
+    ///
+    /// # Panics
+    ///
+    /// When `api_key` is not a working key of this merchant, or the server
+    /// refuses.
+    pub async fn expire_api_key(&self, api_key: &str) -> ApiKey {
+        let id = key_id(&self.base, &self.client, api_key).await;
+        let path = format!("/testing/api-keys/{}/expire", id.get());
+        let answer = self.control(Method::POST, &path, Value::Null).await;
+        serde_json::from_value(answer).expect("the key as listed")
+    }
+
     /// Deletes it and everything it owns (`DELETE /testing/merchants/{id}`);
     /// its key is refused from then on. Returns what was removed, per kind
     /// (`{"shipments": 2, "webhooks": 1, ...}`).
@@ -138,4 +178,25 @@ impl TestMerchant {
         assert!(status.is_success(), "{path}: {status} {answer}");
         answer
     }
+}
+
+/// The id of the working key `api_key`, as the key tells it
+/// (`GET /api-keys/current`): the id the test controls take.
+///
+/// # Panics
+///
+/// When the server does not accept the key.
+pub(crate) async fn key_id(base: &str, client: &reqwest::Client, api_key: &str) -> ApiKeyId {
+    let (status, answer) = crate::send(
+        client
+            .get(format!("{base}/api-keys/current"))
+            .header("X-API-KEY", api_key),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the key is not a working key: {answer}"
+    );
+    ApiKeyId::new(answer["id"].as_i64().expect("the key's id"))
 }

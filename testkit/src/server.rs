@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shipment_sdk::model::{CreateShipment, Shipment, Status};
+use shipment_sdk::model::{ApiKey, CreateApiKey, CreateShipment, NewApiKey, Shipment, Status};
 use shipment_sdk::{Client, DashboardClient};
 
 use shipment_server::StartError;
@@ -345,6 +345,85 @@ impl TestServer {
             .await
             .expect("the receiver is registered");
         WebhookInbox::new(receiver, registered.signing_key.expose())
+    }
+
+    /// A new API key of the first merchant, made through the dashboard as
+    /// `key` describes it: with [`permissions`](CreateApiKey::permissions),
+    /// a restricted key (`rk_test_`), with
+    /// [`expires_at`](CreateApiKey::expires_at), one that expires. The
+    /// answer holds the key.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use shipment_sdk::model::{CreateApiKey, Permissions};
+    /// use shipment_testkit::TestServer;
+    ///
+    /// let server = TestServer::start().await;
+    /// let support = server
+    ///     .create_api_key(&CreateApiKey {
+    ///         name: Some("support".into()),
+    ///         permissions: Some(Permissions::read_only()),
+    ///         ..CreateApiKey::default()
+    ///     })
+    ///     .await;
+    /// let client = server.sdk_with(support.key.expose());
+    /// let err = client.shipments().cancel("SHP-7K3M-Q9ZX").await.unwrap_err();
+    /// assert_eq!(err.required_permission(), Some("shipments: write"));
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the fixtures have no merchant, or the server refuses (an
+    /// `expires_at` in the past or more than 366 days ahead, a level the
+    /// resource does not have).
+    pub async fn create_api_key(&self, key: &CreateApiKey) -> NewApiKey {
+        self.dashboard()
+            .await
+            .api_keys()
+            .create_with(key)
+            .await
+            .expect("the server makes the key")
+    }
+
+    /// An SDK client with `api_key` (a key of the fixtures, or one made by
+    /// [`create_api_key`](Self::create_api_key)), with short retry
+    /// back-offs, as [`sdk`](Self::sdk).
+    pub fn sdk_with(&self, api_key: &str) -> Client {
+        self.app.sdk(api_key)
+    }
+
+    /// Makes the API key `api_key` expire now
+    /// (`POST /testing/api-keys/{id}/expire`): from then on every process
+    /// of the service refuses it with 401 `api_key_expired`, so a test can
+    /// see what its code does then without waiting. Returns the key as
+    /// the dashboard lists it ([`expired`](ApiKey::expired) true).
+    ///
+    /// The key must be one of the first merchant's; the control is asked
+    /// with the first merchant's first key, which must be allowed the test
+    /// controls (a full key, or one with `testing: write`).
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use shipment_testkit::TestServer;
+    ///
+    /// let server = TestServer::start().await;
+    /// let expired = server.expire_api_key(server.api_key()).await;
+    /// assert!(expired.expired);
+    /// let err = server.sdk().couriers().list().await.unwrap_err();
+    /// assert!(err.is_key_expired());
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `api_key` is not a working key of the first merchant (unknown,
+    /// deleted, expired already), or the server refuses.
+    pub async fn expire_api_key(&self, api_key: &str) -> ApiKey {
+        let id = crate::merchant::key_id(&self.app.base, &self.app.client, api_key).await;
+        let path = format!("/testing/api-keys/{}/expire", id.get());
+        let answer = self.control(Method::POST, &path, Value::Null).await;
+        serde_json::from_value(answer).expect("the key as listed")
     }
 
     /// Stops the server (finishing in-flight requests and deliveries) and

@@ -6,6 +6,9 @@ use std::io::{self, Write};
 use clap::Args;
 use serde::Serialize;
 
+use shipment_sdk::model::Permissions;
+
+use super::key_access;
 use crate::config::{self, Session};
 use crate::error::{AUTH, Failure, Surface};
 use crate::output::{self, Cell, Format};
@@ -123,6 +126,14 @@ struct Identity {
     api_key_source: Option<String>,
     /// `true` accepted, `false` refused, `None` not checked (no key).
     api_key_accepted: Option<bool>,
+    /// Whether the accepted key is a restricted one (`rk_`).
+    api_key_restricted: Option<bool>,
+    /// What the accepted key may do, every resource named (a full key's
+    /// are each resource at its highest level).
+    api_key_permissions: Option<Permissions>,
+    /// When the key stops working; `None` when it never does, or when it
+    /// was not accepted and the service did not say.
+    api_key_expires_at: Option<String>,
     dashboard_email: Option<String>,
     dashboard_expires_at: Option<String>,
     dashboard_session_valid: Option<bool>,
@@ -139,14 +150,29 @@ pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
         api_key: settings.api_key.as_ref().map(|k| config::mask(&k.value)),
         api_key_source: settings.api_key.as_ref().map(|k| k.source.to_string()),
         api_key_accepted: None,
+        api_key_restricted: None,
+        api_key_permissions: None,
+        api_key_expires_at: None,
         dashboard_email: None,
         dashboard_expires_at: None,
         dashboard_session_valid: None,
     };
     let mut problems = Vec::new();
     if settings.api_key.is_some() {
-        match ctx.client()?.couriers().list().await {
-            Ok(_) => id.api_key_accepted = Some(true),
+        // The key's view of itself: any key the service accepts may ask,
+        // whatever its permissions.
+        match ctx.client()?.current_key().await {
+            Ok(key) => {
+                id.api_key_accepted = Some(true);
+                id.api_key_restricted = Some(key.restricted);
+                id.api_key_permissions = Some(key.permissions);
+                id.api_key_expires_at = key.expires_at.as_ref().map(output::short_time);
+            }
+            Err(shipment_sdk::Error::ApiKeyExpired { expired_at, .. }) => {
+                id.api_key_accepted = Some(false);
+                id.api_key_expires_at = expired_at.as_ref().map(output::short_time);
+                problems.push("the API key has expired");
+            }
             Err(e) if e.is_unauthenticated() || e.is_forbidden() => {
                 id.api_key_accepted = Some(false);
                 problems.push("the API key was refused");
@@ -182,6 +208,16 @@ pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
                 (Some(k), Some(src)) => Cell::plain(format!("{k} ({src})")),
                 _ => Cell::opt(None::<String>),
             };
+            let permissions = match (id.api_key_restricted, &id.api_key_permissions) {
+                (Some(restricted), Some(p)) => Cell::plain(key_access::describe(restricted, p)),
+                _ => Cell::opt(None::<String>),
+            };
+            let expires = match (id.api_key_accepted, &id.api_key_expires_at) {
+                (Some(false), Some(t)) => Cell::plain(format!("expired {t}")),
+                (_, Some(t)) => Cell::plain(t),
+                (Some(true), None) => Cell::plain("never"),
+                _ => Cell::opt(None::<String>),
+            };
             let dashboard = match (&id.dashboard_email, &id.dashboard_expires_at) {
                 (Some(e), Some(t)) => Cell::plain(format!("{e} (until {t})")),
                 _ => Cell::plain("not signed in"),
@@ -206,6 +242,8 @@ pub async fn whoami(ctx: &Ctx, out: &mut dyn Write) -> Result<(), Failure> {
                         "api_key_ok",
                         yes_no(id.api_key_accepted, "accepted", "refused"),
                     ),
+                    ("permissions", permissions),
+                    ("expires", expires),
                     ("dashboard", dashboard),
                     (
                         "session_ok",

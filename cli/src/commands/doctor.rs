@@ -11,7 +11,10 @@
 //!    **TLS certificate**: its end date (a failure within 14 days); and
 //!    **clock**: the local clock against the answer's `Date` header (a
 //!    failure beyond 5 s).
-//! 3. **API key**: present, of the environment in effect, and accepted.
+//! 3. **API key**: present, of the environment in effect, and accepted;
+//!    **key access**: what it may do (`full`, or a restricted key's
+//!    permissions and the commands it cannot run) and when it expires (a
+//!    failure within 7 days).
 //! 4. **session**: the dashboard session saved by `shipctl login`, valid
 //!    at this address and at the service, and when it ends.
 //! 5. **webhook N**: each webhook's last [`RECENT`] deliveries (failure
@@ -39,7 +42,7 @@ use chrono::Utc;
 use clap::Args;
 use reqwest::Url;
 use serde::Serialize;
-use shipment_sdk::model::{Delivery, Webhook};
+use shipment_sdk::model::{Access, Delivery, Resource, Webhook};
 use shipment_sdk::{Client, DashboardClient, Listener};
 
 use crate::cli::{EnvironmentName, GlobalArgs};
@@ -235,14 +238,20 @@ async fn diagnose(global: GlobalArgs, sources: GlobalSources, require_session: b
             webhooks(dashboard, hooks, &mut checks).await;
         }
     }
+    // A restricted key without `listen: read` cannot see the listener key;
+    // the session can, else the check is not for this key.
+    let client = client.filter(|(_, key)| key.permissions.allows(Resource::Listen, Access::Read));
     let listener = match (&client, &dashboard) {
-        (Some(client), _) => Some(client.listener()),
+        (Some((client, _)), _) => Some(client.listener()),
         (None, SessionState::Accepted(dashboard, _)) => Some(dashboard.listener()),
         (None, _) => None,
     };
     checks.push(match (online, listener) {
         (Err(why), _) => Check::skip(LISTENER, why),
-        (Ok(()), None) => Check::skip(LISTENER, "it needs an accepted API key or a session"),
+        (Ok(()), None) => Check::skip(
+            LISTENER,
+            "it needs an accepted API key with listen: read, or a session",
+        ),
         (Ok(()), Some(listener)) => listener_key(listener).await,
     });
     checks

@@ -2,27 +2,50 @@
 
 use std::io::Write;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use clap::Subcommand;
-use shipment_sdk::model::ApiKeyId;
+use shipment_sdk::model::{ApiKeyId, CreateApiKey, Permissions};
 
 use crate::config::Profile;
 use crate::error::{FAILURE, Failure, Surface};
 use crate::output::{self, Cell, Format};
 use crate::{Ctx, note};
 
+use super::values::{parse_key_lifetime, parse_time};
+
 /// `shipctl keys ...`.
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Create an API key. The key is shown once: store it at once.
+    ///
+    /// Without --permissions, a full key (sk_): everything the account may
+    /// do. With them, a restricted key (rk_) that may do only that.
     Create {
         /// A name to recognise the key by.
         #[arg(long)]
         name: Option<String>,
+        /// A restricted key's permissions, as resource:level pairs (levels
+        /// none, read, write; write includes read), e.g.
+        /// shipments:read,couriers:read for support staff. Resources left
+        /// out are none: shipments (read, write), couriers (read), listen
+        /// (read, write), testing (write).
+        #[arg(long, value_parser = parse_permissions)]
+        permissions: Option<Permissions>,
+        /// Make the key stop working after this long: 90m, 12h, 30d, 4w (up
+        /// to 366d).
+        #[arg(long, value_parser = parse_key_lifetime, conflicts_with = "expires_at")]
+        expires_in: Option<TimeDelta>,
+        /// Make the key stop working at this time: RFC 3339
+        /// (2027-03-31T00:00:00Z) or a date (midnight UTC), at most 366
+        /// days ahead.
+        #[arg(long, value_parser = parse_time)]
+        expires_at: Option<DateTime<Utc>>,
         /// Also store the new key in the active profile (`api_key`).
         #[arg(long)]
         save: bool,
     },
-    /// List the API keys (their prefix and last four characters only).
+    /// List the API keys (their prefix and last four characters only), with
+    /// each key's permissions (`full` for a full key), expiry and last use.
     List,
     /// Delete an API key: requests with it fail at once.
     Delete {
@@ -41,15 +64,32 @@ fn fail(e: shipment_sdk::Error) -> Failure {
     Failure::sdk(e, Surface::Keys)
 }
 
+/// Reads `--permissions` in the SDK's form, so the flag and the model
+/// cannot disagree about a resource or a level.
+fn parse_permissions(s: &str) -> Result<Permissions, String> {
+    s.parse::<Permissions>().map_err(|e| e.to_string())
+}
+
 /// Runs a `keys` command.
 pub async fn exec(ctx: &Ctx, out: &mut dyn Write, command: KeysCommand) -> Result<(), Failure> {
     let dashboard = ctx.dashboard()?;
     let keys = dashboard.api_keys();
     let format = ctx.format();
     match command {
-        KeysCommand::Create { name, save } => {
+        KeysCommand::Create {
+            name,
+            permissions,
+            expires_in,
+            expires_at,
+            save,
+        } => {
+            let expires_at = expires_at.or_else(|| expires_in.map(|d| Utc::now() + d));
             let created = keys
-                .create(name.as_deref().unwrap_or(""))
+                .create_with(&CreateApiKey {
+                    name,
+                    permissions,
+                    expires_at,
+                })
                 .await
                 .map_err(fail)?;
             match format {

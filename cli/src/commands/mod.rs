@@ -6,6 +6,7 @@ pub mod completions;
 pub mod config;
 pub mod couriers;
 pub mod doctor;
+pub mod key_access;
 pub mod keys;
 pub mod listen;
 pub mod local_app;

@@ -64,6 +64,37 @@ fn duration_within(s: &str, min: f64, max: f64, range: &str) -> Result<Duration,
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// The longest life a key may be given, as the service allows it
+/// (`expires_at` at most 366 days ahead).
+pub(crate) const MAX_KEY_LIFETIME_DAYS: i64 = 366;
+
+/// Parses `keys create --expires-in`: a whole number with `m`, `h`, `d` or
+/// `w` (`90m`, `12h`, `30d`, `4w`), from 1 minute to 366 days, the
+/// longest the service allows. A unit is required: a bare `30` could mean
+/// days as well as seconds.
+pub(crate) fn parse_key_lifetime(s: &str) -> Result<chrono::TimeDelta, String> {
+    let bad = || format!("`{s}` is not a key lifetime: write e.g. 90m, 12h, 30d or 4w");
+    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = s.split_at(split);
+    let n: i64 = number.parse().map_err(|_| bad())?;
+    let minutes_per_unit = match unit {
+        "m" => 1,
+        "h" => 60,
+        "d" => 24 * 60,
+        "w" => 7 * 24 * 60,
+        _ => return Err(bad()),
+    };
+    let max_minutes = MAX_KEY_LIFETIME_DAYS * 24 * 60;
+    match n.checked_mul(minutes_per_unit) {
+        Some(minutes) if (1..=max_minutes).contains(&minutes) => {
+            Ok(chrono::TimeDelta::minutes(minutes))
+        }
+        _ => Err(format!(
+            "`{s}` is out of range: a key lives from 1m to {MAX_KEY_LIFETIME_DAYS}d"
+        )),
+    }
+}
+
 /// `--count`: a whole number from 1 (0 would be met before anything is
 /// received).
 pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
@@ -125,6 +156,31 @@ mod tests {
         for bad in ["500ms", "25h", "2d", "m", "", "-5s", "2 m"] {
             assert!(parse_max_wait(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_key_lifetime_is_from_one_minute_to_366_days() {
+        let minutes = |n| Ok(chrono::TimeDelta::minutes(n));
+        assert_eq!(parse_key_lifetime("1m"), minutes(1));
+        assert_eq!(parse_key_lifetime("90m"), minutes(90));
+        assert_eq!(parse_key_lifetime("12h"), minutes(12 * 60));
+        assert_eq!(parse_key_lifetime("30d"), minutes(30 * 24 * 60));
+        assert_eq!(parse_key_lifetime("4w"), minutes(4 * 7 * 24 * 60));
+        assert_eq!(parse_key_lifetime("366d"), minutes(366 * 24 * 60));
+        assert_eq!(parse_key_lifetime("52w"), minutes(52 * 7 * 24 * 60));
+        for too_long in ["367d", "53w", "8785h", "99999999999999999w"] {
+            let e = parse_key_lifetime(too_long).unwrap_err();
+            assert!(e.contains("out of range"), "{too_long}: {e}");
+        }
+        for bad in [
+            "0d", "30", "", "d", "30s", "1.5d", "-1d", "30 d", "30D", "1y", "+1d",
+        ] {
+            assert!(parse_key_lifetime(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_key_lifetime("30").unwrap_err(),
+            "`30` is not a key lifetime: write e.g. 90m, 12h, 30d or 4w"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 
 use anstyle::{AnsiColor, Style};
 use chrono::{DateTime, Utc};
-use shipment_sdk::model::{ApiKey, ConfirmationCode, CourierCompany, Delivery, Shipment, Webhook};
+use shipment_sdk::model::{
+    ApiKey, ConfirmationCode, CourierCompany, Delivery, Permissions, Shipment, Webhook,
+};
 
 use super::{BOLD, Cell, DIM, Tabular, short_time, status_style};
 
@@ -91,17 +93,50 @@ impl Tabular for ConfirmationCode {
 }
 
 impl Tabular for ApiKey {
-    const HEADERS: &'static [&'static str] = &["ID", "NAME", "KEY", "CREATED", "LAST USED"];
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "NAME",
+        "KEY",
+        "PERMISSIONS",
+        "EXPIRES",
+        "CREATED",
+        "LAST USED",
+    ];
     fn cells(&self) -> Vec<Cell> {
         vec![
             Cell::plain(self.id.to_string()),
             Cell::styled(&self.name, BOLD),
             Cell::plain(format!("{}...{}", self.prefix, self.last4)),
+            permissions_cell(self.permissions.as_ref()),
+            expiry_cell(self.expires_at.as_ref(), self.expired),
             Cell::plain(short_time(&self.created_at)),
             Cell::opt(self.last_used_at.as_ref().map(short_time)),
         ]
     }
 }
+
+/// A key's permissions: `full` for a full key (which may do everything),
+/// else the restricted key's as `shipctl keys create --permissions` takes
+/// them, so a list shows what to type for another like it.
+pub fn permissions_cell(permissions: Option<&Permissions>) -> Cell {
+    match permissions {
+        None => Cell::plain("full"),
+        Some(p) => Cell::styled(p.to_string(), YELLOW),
+    }
+}
+
+/// When a key expires: `-` for never, its time, or `expired` with its
+/// time once passed (the service's verdict, not this machine's clock).
+pub fn expiry_cell(expires_at: Option<&DateTime<Utc>>, expired: bool) -> Cell {
+    match (expires_at, expired) {
+        (Some(t), true) => Cell::styled(format!("expired {}", short_time(t)), RED),
+        (Some(t), false) => Cell::plain(short_time(t)),
+        (None, _) => Cell::opt(None::<String>),
+    }
+}
+
+const YELLOW: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Yellow)));
+const RED: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Red)));
 
 impl Tabular for Webhook {
     const HEADERS: &'static [&'static str] = &["ID", "URL", "ACTIVE", "CREATED"];

@@ -187,9 +187,9 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
             "YYYY-MM-DD hh:mm:ssZ",
         ),
         (r"request id [0-9A-Za-z_.:-]+", "request id [REQUEST-ID]"),
-        (r"(sk|ck)_(test|live)_[0-9A-Za-z]{32}", "${1}_${2}_[KEY]"),
+        (r"(sk|rk|ck)_(test|live)_[0-9A-Za-z]{32}", "${1}_${2}_[KEY]"),
         (
-            r"(sk|ck)_(test|live)_\.\.\.[0-9A-Za-z]{4}",
+            r"(sk|rk|ck)_(test|live)_\.\.\.[0-9A-Za-z]{4}",
             "${1}_${2}_...[LST4]",
         ),
         (r"whsec_[0-9A-Za-z]{32}", "whsec_[SIGNING-KEY]"),

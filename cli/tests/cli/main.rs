@@ -6,6 +6,7 @@ mod dashboard;
 mod doctor;
 mod helpers;
 mod import;
+mod keys;
 mod listen;
 mod listen_helpers;
 mod listen_scripts;

@@ -146,10 +146,34 @@ fn parse(example: &Example) -> Result<(), clap::Error> {
 fn every_command_in_the_readme_parses() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).expect("the crate's README.md");
-    let examples = commands(&readme);
+    assert_commands_parse("README.md", &readme, 20);
+}
+
+/// The book's chapter on restricted and expiring keys is a walk through
+/// `shipctl` too. It is outside the crate, so a packaged crate (which has
+/// no book beside it) skips it; in the repository it is always there.
+#[test]
+fn every_command_in_the_keys_chapter_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/keys.md");
+    let Ok(chapter) = std::fs::read_to_string(&path) else {
+        assert!(
+            !Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../Cargo.toml")
+                .exists(),
+            "the workspace has no docs/src/keys.md"
+        );
+        return;
+    };
+    assert_commands_parse("docs/src/keys.md", &chapter, 6);
+}
+
+/// Parses every `shipctl` command of `markdown`'s `sh` blocks, expecting
+/// at least `at_least` of them (fewer means the fencing broke).
+fn assert_commands_parse(name: &str, markdown: &str, at_least: usize) {
+    let examples = commands(markdown);
     assert!(
-        examples.len() >= 20,
-        "found only {} commands: is the README's `sh` fencing intact?",
+        examples.len() >= at_least,
+        "found only {} commands: is the `sh` fencing of {name} intact?",
         examples.len()
     );
     let mut refused = Vec::new();
@@ -158,7 +182,7 @@ fn every_command_in_the_readme_parses() {
             use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
             if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
                 refused.push(format!(
-                    "README.md:{}: `{}`:\n{e}",
+                    "{name}:{}: `{}`:\n{e}",
                     example.line, example.command
                 ));
             }

@@ -22,12 +22,18 @@ impl<'a> ApiKeys<'a> {
     }
 
     /// The merchant's keys (`GET /api-keys`): names, prefixes and last four
-    /// characters, never the secrets.
+    /// characters, never the secrets; a restricted key's permissions, and
+    /// each key's expiry (expired keys are listed, marked
+    /// [`expired`](ApiKey::expired)).
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
     /// for key in dashboard.api_keys().list().await? {
-    ///     println!("{:>4} {:<20} {}...{} last used {:?}", key.id, key.name, key.prefix, key.last4, key.last_used_at);
+    ///     let can = key.permissions.map_or("everything".to_owned(), |p| p.to_string());
+    ///     println!("{:>4} {:<20} {}...{} may do {can}, last used {:?}", key.id, key.name, key.prefix, key.last4, key.last_used_at);
+    ///     if key.expired {
+    ///         println!("     expired: delete it");
+    ///     }
     /// }
     /// # Ok(()) }
     /// ```
@@ -49,10 +55,48 @@ impl<'a> ApiKeys<'a> {
     /// # fn save_somewhere_safe(_: &str) {}
     /// ```
     pub async fn create(&self, name: &str) -> Result<NewApiKey> {
-        let name = name.trim();
-        let body = CreateApiKey {
-            name: (!name.is_empty()).then(|| name.to_owned()),
+        self.create_with(&CreateApiKey {
+            name: Some(name.to_owned()),
             ..CreateApiKey::default()
+        })
+        .await
+    }
+
+    /// Creates a key as `key` describes it (`POST /api-keys`): with
+    /// [`permissions`](CreateApiKey::permissions), a restricted key
+    /// (`rk_test_`/`rk_live_`) that may do only what they allow (resources
+    /// left out are `none`); with an [`expires_at`](CreateApiKey::expires_at)
+    /// (in the future, at most 366 days ahead), a key that stops working
+    /// then. A name that is empty or only spaces lets the server choose
+    /// one. The answer holds the key itself, which is never shown again.
+    ///
+    /// ```no_run
+    /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {
+    /// use shipment_sdk::chrono::{TimeDelta, Utc};
+    /// use shipment_sdk::model::{CreateApiKey, Permissions};
+    /// // Support staff: read shipments and couriers, for 90 days.
+    /// let created = dashboard
+    ///     .api_keys()
+    ///     .create_with(&CreateApiKey {
+    ///         name: Some("support".into()),
+    ///         permissions: Some(Permissions::read_only()),
+    ///         expires_at: Some(Utc::now() + TimeDelta::days(90)),
+    ///     })
+    ///     .await?;
+    /// assert!(created.key.expose().starts_with("rk_"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`Error::Api`](crate::Error::Api) naming the
+    /// [`field`](crate::Error::field) at fault: `expires_at` in the past
+    /// or too far ahead, `permissions.couriers` at `write`...
+    pub async fn create_with(&self, key: &CreateApiKey) -> Result<NewApiKey> {
+        let name = key.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+        let body = CreateApiKey {
+            name: name.map(str::to_owned),
+            ..key.clone()
         };
         let call = Call::new(Method::POST, "/api-keys", "/api-keys").json(&body)?;
         self.dashboard.transport.json(call).await
@@ -73,8 +117,11 @@ impl<'a> ApiKeys<'a> {
     }
 
     /// Whether a pasted string is one of the merchant's working keys
-    /// (`POST /api-keys/verify`). Any string is a fair question: a
-    /// malformed one is simply not valid.
+    /// (`POST /api-keys/verify`), full (`sk_`) or restricted (`rk_`). Any
+    /// string is a fair question: a malformed one is simply not valid. For
+    /// the merchant's own key the verdict also says whether it is
+    /// restricted, its permissions and expiry; an expired one is not
+    /// valid, and says it [`expired`](KeyVerdict::expired).
     ///
     /// ```no_run
     /// # async fn run(dashboard: shipment_sdk::DashboardClient) -> shipment_sdk::Result<()> {

@@ -84,12 +84,58 @@ pub(super) fn error_answer(
         };
     }
     let problem = serde_json::from_slice::<Problem>(body).ok();
-    Error::Api(Box::new(ApiError::new(
+    let error = Box::new(ApiError::new(
         status,
         problem,
         request_id,
         retry_after_of(headers),
-    )))
+    ));
+    match (status, error.code.as_ref().map(|c| c.as_str())) {
+        (403, Some(INSUFFICIENT_PERMISSION)) => match required_permission_of(body) {
+            Some(required) => Error::InsufficientPermission { required, error },
+            None => Error::Api(error),
+        },
+        (401, Some(API_KEY_EXPIRED)) => Error::ApiKeyExpired {
+            expired_at: headers
+                .get(KEY_EXPIRES_AT_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok())
+                .map(|t| t.with_timezone(&chrono::Utc)),
+            error,
+        },
+        _ => Error::Api(error),
+    }
+}
+
+/// The problem codes that get a variant of their own. Compared as text, so
+/// that they are recognised whether or not the model names them.
+const INSUFFICIENT_PERMISSION: &str = "insufficient_permission";
+const API_KEY_EXPIRED: &str = "api_key_expired";
+
+/// When the key expires, on every answer to a key that has an expiry.
+const KEY_EXPIRES_AT_HEADER: HeaderName = HeaderName::from_static("x-key-expires-at");
+
+/// The longest `required_permission` taken from an answer: the longest the
+/// service names is `shipments: write`; more is not a permission.
+const MAX_REQUIRED_PERMISSION: usize = 64;
+
+/// The problem's `required_permission` extension member: a short,
+/// printable, non-empty string, or nothing (absent, another JSON type, or
+/// text no permission looks like), so that what a program matches on and
+/// a terminal prints is always a plain name.
+fn required_permission_of(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Extension {
+        required_permission: Option<serde_json::Value>,
+    }
+    let value = serde_json::from_slice::<Extension>(body)
+        .ok()?
+        .required_permission?;
+    let required = value.as_str()?.trim();
+    let plain = !required.is_empty()
+        && required.len() <= MAX_REQUIRED_PERMISSION
+        && required.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+    plain.then(|| required.to_owned())
 }
 
 /// Sorts reqwest's failures into the SDK's kinds.

@@ -5,6 +5,7 @@ mod dashboard;
 mod drops;
 mod errors;
 mod helpers;
+mod keys;
 mod listen;
 mod redelivery;
 mod redirects;

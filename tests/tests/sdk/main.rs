@@ -5,6 +5,7 @@
 mod couriers;
 mod dashboard;
 mod errors;
+mod keys;
 mod listing;
 mod network;
 mod redelivery;

@@ -2,15 +2,20 @@
 //! session, and each webhook's recent deliveries.
 
 use super::*;
-use shipment_sdk::keys::{KeyEnvironment, KeyKind, KeyPrefix};
+use chrono::{DateTime, TimeDelta};
+use shipment_sdk::keys::{KeyEnvironment, KeyPrefix};
+use shipment_sdk::model::CurrentKey;
 
-/// The API key: present, of the environment in effect, accepted. Returns
-/// the client when it was accepted.
+use crate::commands::key_access;
+
+/// The API key: present, of the environment in effect, accepted; then
+/// what it may do and until when ([`access`]). Returns the client and the
+/// key's view of itself when it was accepted.
 pub(super) async fn api_key(
     ctx: &Ctx,
     online: Result<(), &str>,
     checks: &mut Vec<Check>,
-) -> Option<Client> {
+) -> Option<(Client, CurrentKey)> {
     const NAME: &str = "API key";
     let s = &ctx.settings;
     let profile = profile_arg(s);
@@ -42,11 +47,11 @@ pub(super) async fn api_key(
     let belongs_to = match KeyPrefix::parse(&key.value) {
         Some((
             KeyPrefix {
-                kind: KeyKind::Merchant,
+                kind,
                 environment: KeyEnvironment::Production,
             },
             _,
-        )) => EnvironmentName::Production,
+        )) if kind.is_merchant() => EnvironmentName::Production,
         _ => EnvironmentName::Staging,
     };
     let switch = || {
@@ -79,6 +84,7 @@ pub(super) async fn api_key(
         .timeout(probe::TIMEOUT)
         .connect_timeout(probe::CONNECT_TIMEOUT)
         .max_retries(0)
+        .on_key_expiry_warning(crate::warn_key_expiry)
         .build();
     let client = match built {
         Ok(client) => client,
@@ -111,8 +117,10 @@ pub(super) async fn api_key(
         checks.push(Check::skip(NAME, why));
         return None;
     }
-    match client.couriers().list().await {
-        Ok(_) => {
+    // The key's view of itself: any key the service accepts may ask,
+    // whatever its permissions.
+    match client.current_key().await {
+        Ok(current) => {
             checks.push(Check::pass(
                 NAME,
                 format!(
@@ -120,7 +128,8 @@ pub(super) async fn api_key(
                     s.environment.value.as_str()
                 ),
             ));
-            Some(client)
+            checks.push(access(&current, Utc::now(), &new_key()));
+            Some((client, current))
         }
         Err(e) => {
             let fix = if e.is_unauthenticated() && e.to_string().contains("other environment") {
@@ -157,6 +166,39 @@ pub(super) async fn api_key(
             ));
             None
         }
+    }
+}
+
+/// A key expiring this soon fails `doctor`: the service warns on every
+/// answer from then on, and a key about to stop is something to fix.
+pub(super) const KEY_EXPIRY_WARNING_DAYS: i64 = 7;
+
+/// What the accepted key may do and until when: `full` or its
+/// permissions, when it expires, and the commands it cannot run (named, so
+/// a refusal is no surprise). Fails only for a key expiring within
+/// [`KEY_EXPIRY_WARNING_DAYS`], with `new_key`, the way to make another.
+pub(super) fn access(key: &CurrentKey, now: DateTime<Utc>, new_key: &str) -> Check {
+    const NAME: &str = "key access";
+    let mut detail = key_access::describe(key.restricted, &key.permissions);
+    match key.expires_at {
+        None => detail.push_str("; never expires"),
+        Some(at) => detail.push_str(&format!(
+            "; expires {} (in {})",
+            output::short_time(&at),
+            probe::days(at - now)
+        )),
+    }
+    let cannot = key_access::cannot_run(&key.permissions);
+    if !cannot.is_empty() {
+        detail.push_str(&format!("; cannot run: {}", cannot.join("; ")));
+    }
+    match key.expires_at {
+        Some(at) if at - now <= TimeDelta::days(KEY_EXPIRY_WARNING_DAYS) => Check::fail(
+            NAME,
+            detail,
+            format!("the key stops working soon: {new_key}, and delete this one"),
+        ),
+        _ => Check::pass(NAME, detail),
     }
 }
 
