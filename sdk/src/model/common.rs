@@ -227,8 +227,10 @@ impl<T: fmt::Debug> fmt::Debug for Page<T> {
             .field("page", &self.page)
             .field("page_size", &self.page_size)
             .field("total", &self.total)
-            .field("total_pages", &self.total_pages)
-            .field("next_cursor", &self.next_cursor);
+            .field("total_pages", &self.total_pages);
+        if let Some(cursor) = &self.next_cursor {
+            s.field("next_cursor", cursor);
+        }
         // Only on fetched pages, as the call they came from.
         #[cfg(feature = "client")]
         if let Some(next) = &self.next {
