@@ -56,7 +56,7 @@ impl ListQuery {
 
     /// Parses a raw (percent-encoded) query string such as
     /// `page=2&status=delivered&created_after=2026-11-01` (a `cursor` is
-    /// an unknown field here: [`Listing::parse`] reads it).
+    /// an unknown field here: the HTTP list parses it beside these).
     pub fn parse(raw: &str) -> Result<ListQuery, FieldError> {
         ListQuery::parse_with(raw, false).map(|l| l.query)
     }
