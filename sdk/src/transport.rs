@@ -42,23 +42,53 @@ pub(crate) struct NextPage {
     call: Call,
 }
 
+/// Which page [`NextPage::fetch`] fetches.
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    /// The page after a cursor a page gave (`next_cursor`).
+    Cursor(String),
+    /// Page number `n`, from 1.
+    Page(u32),
+}
+
 impl NextPage {
-    /// Fetches page `page` (from 1) with the same query, ready to fetch the
-    /// one after it in turn.
-    pub async fn fetch<T: DeserializeOwned>(&self, page: u32) -> Result<Page<T>> {
-        let call = self.call.clone().set_param("page", page);
-        let fetched: Page<T> = self.transport.json(call).await?;
-        Ok(fetched.with_next(self.clone()))
+    /// Fetches the page `step` names with the same query (and filters),
+    /// ready to fetch the one after it in turn. A cursor replaces the page
+    /// number: the server refuses both together.
+    pub async fn fetch<T: DeserializeOwned>(&self, step: Step) -> Result<Page<T>> {
+        let call = match step {
+            Step::Cursor(cursor) => self
+                .call
+                .clone()
+                .remove_param("page")
+                .set_param("cursor", cursor),
+            Step::Page(page) => self.call.clone().set_param("page", page),
+        };
+        let fetched: Page<T> = self.transport.json(call.clone()).await?;
+        Ok(fetched.with_next(NextPage {
+            transport: self.transport.clone(),
+            call,
+        }))
+    }
+
+    /// Whether the page this came with was fetched by a cursor.
+    pub fn by_cursor(&self) -> bool {
+        self.call.query.iter().any(|(k, _)| k == "cursor")
     }
 }
 
 /// `GET /shipments?page_size=2&status=delivered`: the call without its
-/// credentials, its page or its body.
+/// credentials, its page (or cursor) or its body.
 impl fmt::Debug for NextPage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.call.method, self.call.path)?;
         let mut sep = '?';
-        for (k, v) in self.call.query.iter().filter(|(k, _)| k != "page") {
+        for (k, v) in self
+            .call
+            .query
+            .iter()
+            .filter(|(k, _)| k != "page" && k != "cursor")
+        {
             write!(f, "{sep}{k}={v}")?;
             sep = '&';
         }

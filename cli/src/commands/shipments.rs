@@ -130,7 +130,9 @@ pub struct ListArgs {
     /// Shipments per page, 1 to 100 [default: 20; 100 with --all].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub page_size: Option<u32>,
-    /// Every page, streamed one shipment at a time (constant memory).
+    /// Every page, streamed one shipment at a time (constant memory), each
+    /// page continuing after the last: shipments created meanwhile never
+    /// shift it.
     #[arg(long)]
     pub all: bool,
 }
@@ -353,6 +355,8 @@ async fn list(
 const ALL_PAGE_SIZE: u32 = 100;
 
 /// Every page, one shipment at a time: never more than one page in memory.
+/// The SDK's stream follows each page's `next_cursor`, so the walk never
+/// re-reads the rows before a page, and sees each shipment once.
 async fn list_all(
     client: &Client,
     out: &mut dyn Write,

@@ -43,6 +43,13 @@ pub struct Page<T> {
     pub total: u64,
     /// Number of pages (0 when there are no items).
     pub total_pages: u64,
+    /// The cursor of the page after this one: pass it back as the
+    /// `cursor` parameter, with the same filters, to go on from this
+    /// page's last item whatever was created or changed meanwhile. `null`
+    /// on the last page, and on lists that have no cursors (webhook
+    /// deliveries). Opaque: its format may change.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
     /// How to fetch the following pages: set on pages the client fetched,
     /// never on the wire.
     #[cfg(feature = "client")]
@@ -72,13 +79,15 @@ impl<T> Page<T> {
             page_size,
             total,
             total_pages,
+            next_cursor: None,
             #[cfg(feature = "client")]
             next: None,
         }
     }
 
     /// Whether no page follows this one: it is the last page
-    /// (`page >= total_pages`) or an empty one.
+    /// (`page >= total_pages`, or on a page with a cursor, one without a
+    /// [`next_cursor`](Page::next_cursor)) or an empty one.
     pub fn is_last(&self) -> bool {
         self.data.is_empty() || u64::from(self.page) >= self.total_pages
     }
@@ -92,14 +101,25 @@ impl<T> Page<T> {
         self
     }
 
-    /// How to fetch the page after this one, and its number; `None` on the
-    /// last page and on pages the client did not fetch.
-    fn following(&self) -> Option<(crate::transport::NextPage, u32)> {
-        if self.is_last() {
+    /// How to fetch the page after this one: by its cursor when this page
+    /// gave one, else by its number (a list without cursors, or a server
+    /// from before them); `None` on the last page and on pages the client
+    /// did not fetch. A page fetched by cursor without a `next_cursor` is
+    /// the last, whatever its `total_pages` says: items created during the
+    /// walk raise the total but come before the walk's first page.
+    fn following(&self) -> Option<(crate::transport::NextPage, crate::transport::Step)> {
+        use crate::transport::Step;
+        let next = self.next.clone()?;
+        if self.data.is_empty() {
             return None;
         }
-        let next = self.next.clone()?;
-        Some((next, self.page.checked_add(1)?))
+        if let Some(cursor) = &self.next_cursor {
+            return Some((next, Step::Cursor(cursor.clone())));
+        }
+        if next.by_cursor() || self.is_last() {
+            return None;
+        }
+        Some((next, Step::Page(self.page.checked_add(1)?)))
     }
 }
 
@@ -124,7 +144,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> Page<T> {
     /// ```
     pub async fn next_page(&self) -> crate::Result<Option<Page<T>>> {
         match self.following() {
-            Some((next, page)) => next.fetch(page).await.map(Some),
+            Some((next, step)) => next.fetch(step).await.map(Some),
             None => Ok(None),
         }
     }
@@ -136,9 +156,15 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> Page<T> {
     /// not fetch (built with [`Page::new`], read from JSON) streams its own
     /// items only.
     ///
-    /// Pages are counted from the newest item, so items created while the
-    /// stream runs can shift an item onto the next page and show it twice;
-    /// bound the query (`created_before`) for an exact walk.
+    /// On a list with cursors (shipments), each page continues after the
+    /// last item of the one before, so every item that existed when the
+    /// stream started is yielded exactly once, whatever is created or
+    /// changed meanwhile (an item changed out of the query's filters before
+    /// the stream reaches it is not yielded), and each page costs the
+    /// server the same however far the stream has gone. On a list without
+    /// cursors, pages are counted from the newest item, so items created
+    /// while the stream runs can shift an item onto the next page and show
+    /// it twice.
     ///
     /// ```no_run
     /// # async fn run(client: shipment_sdk::Client) -> shipment_sdk::Result<()> {
@@ -168,8 +194,8 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> Page<T> {
                 if let Some(item) = items.next() {
                     return Some((Ok(item), (items, following)));
                 }
-                let (next, number) = following.take()?;
-                match next.fetch::<T>(number).await {
+                let (next, step) = following.take()?;
+                match next.fetch::<T>(step).await {
                     Ok(page) => {
                         following = page.following();
                         items = page.data.into_iter();
@@ -190,6 +216,7 @@ impl<T: PartialEq> PartialEq for Page<T> {
             && self.page_size == other.page_size
             && self.total == other.total
             && self.total_pages == other.total_pages
+            && self.next_cursor == other.next_cursor
     }
 }
 
@@ -201,6 +228,9 @@ impl<T: fmt::Debug> fmt::Debug for Page<T> {
             .field("page_size", &self.page_size)
             .field("total", &self.total)
             .field("total_pages", &self.total_pages);
+        if let Some(cursor) = &self.next_cursor {
+            s.field("next_cursor", cursor);
+        }
         // Only on fetched pages, as the call they came from.
         #[cfg(feature = "client")]
         if let Some(next) = &self.next {

@@ -98,6 +98,12 @@ impl Call {
         self
     }
 
+    /// Drops a query parameter, if the call has it.
+    pub fn remove_param(mut self, key: &str) -> Call {
+        self.query.retain(|(k, _)| k != key);
+        self
+    }
+
     /// Sets a query parameter, replacing any value it had (in place, so
     /// the parameters keep their order).
     pub fn set_param(mut self, key: &str, value: impl fmt::Display) -> Call {

@@ -225,6 +225,61 @@ async fn into_stream_walks_every_page_and_stops_at_the_last() {
     assert_eq!(requests(&server).await.len(), 3);
 }
 
+/// A server with cursors: each page after the first is asked for by the
+/// cursor the page before gave, with the same filters and no page number,
+/// and the walk ends on a page without one, whatever `total_pages` says
+/// (shipments created during the walk raise it).
+#[tokio::test]
+async fn into_stream_follows_next_cursor_and_stops_without_one() {
+    let server = MockServer::start().await;
+    let mut first = page_body(&["SHP-AAAA-0001", "SHP-AAAA-0002"], 1, 2, 4);
+    first["next_cursor"] = json!("c1.first");
+    let mut second = page_body(&["SHP-AAAA-0003", "SHP-AAAA-0004"], 2, 2, 6);
+    second["next_cursor"] = serde_json::Value::Null;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/shipments"))
+        .and(query_param_is_missing("cursor"))
+        .and(query_param("page", "1"))
+        .and(query_param("status", "delivered"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(first))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/shipments"))
+        .and(query_param("cursor", "c1.first"))
+        .and(query_param_is_missing("page"))
+        .and(query_param("page_size", "2"))
+        .and(query_param("status", "delivered"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(second))
+        .expect(1)
+        .mount(&server)
+        .await;
+    catch_all(&server).await;
+
+    let first = client(&server)
+        .shipments()
+        .list()
+        .status(Status::Delivered)
+        .page(1)
+        .page_size(2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.next_cursor.as_deref(), Some("c1.first"));
+    let all: Vec<_> = first.into_stream().try_collect().await.unwrap();
+    assert_eq!(
+        codes_of(&all),
+        [
+            "SHP-AAAA-0001",
+            "SHP-AAAA-0002",
+            "SHP-AAAA-0003",
+            "SHP-AAAA-0004"
+        ]
+    );
+    assert_eq!(requests(&server).await.len(), 2, "no third page asked for");
+}
+
 #[tokio::test]
 async fn into_stream_fetches_a_page_only_when_the_last_one_is_used_up() {
     let server = MockServer::start().await;

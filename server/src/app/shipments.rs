@@ -14,7 +14,7 @@ use crate::cache::listed::ListedShipment;
 use crate::domain::actor::Actor;
 use crate::domain::fee::{self, total_fee};
 use crate::domain::lifecycle::{self, Operation};
-use crate::domain::list_query::ListQuery;
+use crate::domain::list_query::Listing;
 use crate::domain::validation::{NewShipment, courier_text};
 use crate::domain::{FieldError, Refusal, confirmation, keys};
 use crate::store::now;
@@ -110,14 +110,29 @@ pub(crate) async fn create_shipment(
     }
 }
 
-/// One page of `actor`'s shipments in the list envelope.
+/// One page of `actor`'s shipments in the list envelope, with the cursor
+/// of the page after it (`null` on the last page). A cursor made for
+/// another account or other filters is refused.
 pub(crate) async fn list_shipments(
     state: &AppState,
     actor: Actor,
-    query: &ListQuery,
+    listing: &Listing,
 ) -> Result<Page<ListedShipment>> {
-    let (data, total) = state.listed.page(&state.store, actor, query).await?;
-    Ok(Page::new(data, query.page, query.page_size, total))
+    listing.check_cursor(actor)?;
+    let listed = state.listed.page(&state.store, actor, listing).await?;
+    let next_cursor = listed.next.map(|last| {
+        listing
+            .next_cursor(actor, last, listed.rows.len())
+            .to_string()
+    });
+    let mut page = Page::new(
+        listed.rows,
+        listing.page_number(),
+        listing.query.page_size,
+        listed.total,
+    );
+    page.next_cursor = next_cursor;
+    Ok(page)
 }
 
 /// How many of the merchant's shipments are in each status, from the kept

@@ -36,8 +36,8 @@ use shipment_sdk::model::{MerchantId, Shipment};
 
 use super::memo::Memo;
 use crate::domain::actor::Actor;
-use crate::domain::list_query::ListQuery;
-use crate::store::shipments::{PageRow, RowVersion};
+use crate::domain::list_query::Listing;
+use crate::store::shipments::{ListedRows, PageRow, RowVersion};
 use crate::store::{Store, StoreError};
 
 /// How long a listed shipment is remembered after it was read.
@@ -63,7 +63,8 @@ pub(crate) fn listed_memo() -> ListedMemo {
 }
 
 impl ListedMemo {
-    /// A page of `actor`'s shipments and the total: the rows listed before at
+    /// A page of `actor`'s shipments, the total, and the key of the last
+    /// row when rows follow it (`ListedRows::next`): the rows listed before at
     /// the page's version from memory, the others read from `store`, written
     /// as JSON and remembered (under the version read, which may be newer
     /// than the page's). The one way into this memory.
@@ -71,8 +72,8 @@ impl ListedMemo {
         &self,
         store: &Store,
         actor: Actor,
-        query: &ListQuery,
-    ) -> Result<(Vec<ListedShipment>, u64), StoreError> {
+        listing: &Listing,
+    ) -> Result<ListedRows<ListedShipment>, StoreError> {
         let held = |rows: &[RowVersion]| {
             let mut held = self.get_each(rows);
             for slot in &mut held {
@@ -85,7 +86,7 @@ impl ListedMemo {
             }
             held
         };
-        let (rows, total) = store.list_shipments(actor, query, held).await?;
+        let ListedRows { rows, total, next } = store.list_shipments(actor, listing, held).await?;
         let mut read = Vec::new();
         let shipments = rows
             .into_iter()
@@ -103,7 +104,11 @@ impl ListedMemo {
             })
             .collect::<Result<_, StoreError>>()?;
         self.remember_each(read);
-        Ok((shipments, total))
+        Ok(ListedRows {
+            rows: shipments,
+            total,
+            next,
+        })
     }
 
     /// The shipments remembered for `rows`, in their order (`None` where

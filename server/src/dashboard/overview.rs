@@ -14,15 +14,15 @@ use crate::app::api_keys::list_api_keys;
 use crate::app::shipments::{list_shipments, shipments_by_status};
 use crate::app::webhooks::{failing_webhooks, list_webhooks};
 use crate::app::{Actor, AppState};
-use crate::domain::list_query::ListQuery;
+use crate::domain::list_query::{ListQuery, Listing};
 
 /// `GET /`.
 pub(crate) async fn overview(State(state): State<AppState>, signed: Signed) -> PageResult {
     let merchant_id = signed.merchant_id();
-    let one = ListQuery {
+    let one = Listing::from(ListQuery {
         page_size: 1,
         ..ListQuery::default()
-    };
+    });
     let shipments = list_shipments(&state, Actor::Merchant(merchant_id), &one)
         .await?
         .total;

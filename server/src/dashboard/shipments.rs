@@ -16,7 +16,7 @@ use crate::app::webhooks::shipment_deliveries;
 use crate::app::{self, Actor, AppState};
 use crate::cache::listed::ListedShipment;
 use crate::domain::code::ShipmentCode;
-use crate::domain::list_query::{DEFAULT_PAGE_SIZE, ListQuery};
+use crate::domain::list_query::{DEFAULT_PAGE_SIZE, ListQuery, Listing};
 
 /// The list's query: the API's, with empty fields (the filter form's "all
 /// statuses") left out.
@@ -47,8 +47,12 @@ pub(crate) async fn list_shipments(
         Ok(q) => (q, None),
         Err(e) => (ListQuery::default(), Some(e)),
     };
-    let page: ListPage<ListedShipment> =
-        shipments::list_shipments(&state, Actor::Merchant(signed.merchant_id()), &query).await?;
+    let page: ListPage<ListedShipment> = shipments::list_shipments(
+        &state,
+        Actor::Merchant(signed.merchant_id()),
+        &Listing::from(query.clone()),
+    )
+    .await?;
     let status = query.status.as_ref();
     let body = html! {
         @if let Some(e) = &error { (layout::notice(Tone::Error, e)) }

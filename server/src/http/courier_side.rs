@@ -17,7 +17,7 @@ use crate::app::{Actor, AppState};
 use crate::app::{couriers, shipments};
 use crate::cache::listed::ListedShipment;
 use crate::domain::lifecycle::Operation;
-use crate::domain::list_query::ListQuery;
+use crate::domain::list_query::Listing;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -54,7 +54,7 @@ async fn list_courier_shipments(
     courier: Courier,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Page<ListedShipment>>, ApiError> {
-    let query = ListQuery::parse(query.as_deref().unwrap_or(""))?;
+    let query = Listing::parse(query.as_deref().unwrap_or(""))?;
     let page = shipments::list_shipments(&state, Actor::Courier(courier.id), &query).await?;
     Ok(Json(page))
 }

@@ -60,7 +60,7 @@ impl IntoResponses for Problems {
 }
 
 /// The query of the shipment lists, merchant and courier side (parsed by
-/// `domain::list_query::ListQuery`; this type only describes it).
+/// `domain::list_query::Listing`; this type only describes it).
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[expect(dead_code, reason = "described in the document, never built")]
@@ -71,6 +71,14 @@ pub(super) struct ListParams {
     /// Items per page (default 20)
     #[param(minimum = 1, maximum = 100)]
     page_size: Option<u32>,
+    /// Continue after the last item of the page whose `next_cursor` this is
+    /// (send the same filters; not with `page`): every item that existed
+    /// when the walk began comes exactly once, and each page costs the
+    /// same however far the walk has gone. On a cursor page, `page` is the
+    /// number of the page holding its first item, and `total` is counted
+    /// now
+    #[param(min_length = 1, max_length = 200)]
+    cursor: Option<String>,
     /// Only this status
     status: Option<shipment_sdk::model::Status>,
     /// Only this courier company
@@ -82,7 +90,10 @@ pub(super) struct ListParams {
     /// RFC 3339 instant or YYYY-MM-DD: created before
     #[param(format = DateTime)]
     created_before: Option<String>,
-    /// RFC 3339 instant or YYYY-MM-DD: changed at or after
+    /// RFC 3339 instant or YYYY-MM-DD: changed at or after. With it,
+    /// `total` is counted over the matching items (exact, at a cost that
+    /// grows with the items changed since then); without it, from kept
+    /// counts
     #[param(format = DateTime)]
     updated_after: Option<String>,
 }

@@ -15,7 +15,7 @@ use super::params::{CodeParam, IdempotentReplayed, ListParams, Problems};
 use crate::app::shipments::{self, CreateOutcome};
 use crate::app::{Actor, AppState};
 use crate::cache::listed::ListedShipment;
-use crate::domain::list_query::ListQuery;
+use crate::domain::list_query::Listing;
 
 /// Header naming a create's idempotency key.
 pub(crate) const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
@@ -103,7 +103,7 @@ async fn list_shipments(
     merchant: Merchant,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Page<ListedShipment>>, ApiError> {
-    let query = ListQuery::parse(query.as_deref().unwrap_or(""))?;
+    let query = Listing::parse(query.as_deref().unwrap_or(""))?;
     let page = shipments::list_shipments(&state, Actor::Merchant(merchant.id), &query).await?;
     Ok(Json(page))
 }

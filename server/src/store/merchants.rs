@@ -418,6 +418,10 @@ impl Store {
             .bind(m)
             .execute()
             .await?;
+        tx.query("DELETE FROM shipment_counts_by_day WHERE merchant_id = $1")
+            .bind(m)
+            .execute()
+            .await?;
         removed.shipments = tx
             .query("DELETE FROM shipments WHERE merchant_id = $1")
             .bind(m)

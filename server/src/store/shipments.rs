@@ -30,7 +30,7 @@ mod history;
 mod list;
 pub(crate) mod record;
 
-pub(crate) use list::{PageRow, RowVersion};
+pub(crate) use list::{ListedRows, PageRow, RowVersion};
 pub(crate) use record::ShipmentRecord;
 
 /// How long an `Idempotency-Key` is remembered.
@@ -67,6 +67,7 @@ impl ShipmentRecord {
             merchant_id: self.merchant_id,
             courier_company_id: self.courier_company_id,
             status: self.status.clone(),
+            day: list::day_of(self.created_at),
             delta,
         }
     }
@@ -504,13 +505,16 @@ async fn write_back(tx: &mut Tx, r: &Shipment, read_version: i64) -> Result<bool
     Ok(done == 1)
 }
 
-/// A change to one kept count of shipments (`shipment_counts_by_courier`):
-/// a merchant's, with one courier company, in one status.
+/// A change to one kept count of shipments: a merchant's, with one courier
+/// company, in one status (`shipment_counts_by_courier`), and of those the
+/// ones created on one day (`shipment_counts_by_day`).
 #[derive(Debug, Clone)]
 pub(crate) struct Count {
     merchant_id: i64,
     courier_company_id: i64,
     status: String,
+    /// The UTC day of the shipment's creation (`list::day_of`).
+    day: i64,
     delta: i64,
 }
 
@@ -529,13 +533,24 @@ impl AtCommit for Count {
     async fn write(tx: &mut Tx, rows: Vec<Count>) -> Result<Vec<()>, StoreError> {
         let n = rows.len();
         let mut sums: BTreeMap<(i64, i64, String), i64> = BTreeMap::new();
+        let mut days: BTreeMap<(i64, i64, i64, String), i64> = BTreeMap::new();
         for c in rows {
+            *days
+                .entry((c.merchant_id, c.day, c.courier_company_id, c.status.clone()))
+                .or_default() += c.delta;
             *sums
                 .entry((c.merchant_id, c.courier_company_id, c.status))
                 .or_default() += c.delta;
         }
         // SQLite has one writer at a time anyway: one row is enough there.
         let sharded = tx.backend() == Backend::Postgres;
+        let shard = || {
+            if sharded {
+                rand::random_range(0..COUNT_SHARDS)
+            } else {
+                0
+            }
+        };
         let sql = "INSERT INTO shipment_counts_by_courier \
                    (merchant_id, courier_company_id, status, shard, n) VALUES ($1, $2, $3, $4, $5) \
                    ON CONFLICT (merchant_id, courier_company_id, status, shard) \
@@ -544,16 +559,30 @@ impl AtCommit for Count {
             if delta == 0 {
                 continue;
             }
-            let shard = if sharded {
-                rand::random_range(0..COUNT_SHARDS)
-            } else {
-                0
-            };
             tx.query(sql)
                 .bind(merchant_id)
                 .bind(courier_company_id)
                 .bind(status.as_str())
-                .bind(shard)
+                .bind(shard())
+                .bind(delta)
+                .execute()
+                .await?;
+        }
+        let sql = "INSERT INTO shipment_counts_by_day \
+                   (merchant_id, day, courier_company_id, status, shard, n) \
+                   VALUES ($1, $2, $3, $4, $5, $6) \
+                   ON CONFLICT (merchant_id, day, courier_company_id, status, shard) \
+                   DO UPDATE SET n = shipment_counts_by_day.n + excluded.n";
+        for ((merchant_id, day, courier_company_id, status), delta) in days {
+            if delta == 0 {
+                continue;
+            }
+            tx.query(sql)
+                .bind(merchant_id)
+                .bind(day)
+                .bind(courier_company_id)
+                .bind(status.as_str())
+                .bind(shard())
                 .bind(delta)
                 .execute()
                 .await?;

@@ -21,6 +21,7 @@ mod layers;
 mod lifecycle;
 mod listen;
 mod listen_processes;
+mod lists;
 mod openapi;
 mod operations;
 // The server binary exports spans only when built with `otlp`.

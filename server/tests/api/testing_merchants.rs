@@ -100,6 +100,7 @@ async fn rows_left(store: &Store, merchant_id: i64) -> Vec<(&'static str, i64)> 
         "merchant_couriers",
         "idempotency_keys",
         "shipment_counts_by_courier",
+        "shipment_counts_by_day",
     ];
     let mut left = Vec::new();
     for table in tables {

@@ -335,7 +335,7 @@ async fn each_engine_reads_only_the_rows_of_a_page_not_held() {
 /// caller that answers for fewer rows holds none of the rest.
 async fn a_page_reads_only_the_rows_not_held(store: &Store) {
     use crate::domain::actor::Actor;
-    use crate::domain::list_query::ListQuery;
+    use crate::domain::list_query::{ListQuery, Listing};
     use crate::store::shipments::{PageRow, RowVersion};
     let shop = shop(store).await;
     let mut ids = Vec::new();
@@ -353,11 +353,12 @@ async fn a_page_reads_only_the_rows_not_held(store: &Store) {
             .map(|r| (r.id % 2 == 0).then_some(r.id))
             .collect()
     };
-    let q = ListQuery::default();
-    let (page, total) = store
+    let q = Listing::from(ListQuery::default());
+    let listed = store
         .list_shipments(Actor::Merchant(shop.0), &q, held)
         .await
         .unwrap();
+    let (page, total) = (listed.rows, listed.total);
     assert_eq!(total, 0, "raw rows are not counted");
     let versions: Vec<RowVersion> = newest_first
         .iter()
