@@ -5,12 +5,11 @@
 use chrono::{DateTime, Utc};
 use shipment_sdk::model::{ApiKey, ApiKeyId, CreateApiKey, CurrentKey, MerchantId};
 
-use super::auth::KeyHolder;
+use super::auth::{KeyHolder, forget_revoked};
 use super::{AppState, Error, Result};
 use crate::domain::FieldError;
 use crate::domain::keys::{self, KeyTerms};
 use crate::store::api_keys::ApiKeyInfo;
-use crate::store::listen::Revoked;
 use crate::store::now;
 
 /// Longest key name accepted.
@@ -107,13 +106,6 @@ pub(crate) async fn delete_api_key(
         }
         None => Err(Error::NotFound("you have no API key with this id".into())),
     }
-}
-
-/// Forgets a credential this process just deleted wherever the process
-/// remembers it: the key cache, and the listener streams it opened.
-pub(crate) fn forget_revoked(state: &AppState, revoked: Revoked) {
-    state.key_cache.forget(revoked);
-    state.listeners.revoked(revoked);
 }
 
 /// One of the merchant's keys, by id.

@@ -11,6 +11,7 @@ use crate::domain::ids::{CourierKeyId, SessionId};
 use crate::domain::keys::KeyKind;
 use crate::domain::password::{self, MAX_CREDENTIAL_LEN};
 use crate::domain::{FieldError, email, keys};
+use crate::store::listen::Revoked;
 use crate::store::now;
 
 /// `last_used_at` is refreshed at most this often, so reads stay reads.
@@ -269,7 +270,14 @@ pub(crate) async fn session_for_token(state: &AppState, token: &str) -> Result<O
 /// streams it opened end.
 pub(crate) async fn sign_out(state: &AppState, session: Session) -> Result<()> {
     if let Some(revoked) = state.store.delete_session(session.id).await? {
-        super::api_keys::forget_revoked(state, revoked);
+        forget_revoked(state, revoked);
     }
     Ok(())
+}
+
+/// Forgets a credential this process just deleted wherever the process
+/// remembers it: the key cache, and the listener streams it opened.
+pub(crate) fn forget_revoked(state: &AppState, revoked: Revoked) {
+    state.key_cache.forget(revoked);
+    state.listeners.revoked(revoked);
 }

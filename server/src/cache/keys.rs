@@ -14,7 +14,7 @@
 //!
 //! - The store's deletion of a key answers a [`Revoked`] (must-use), and
 //!   [`KeyCache::forget`] takes nothing else: the deleting process forgets
-//!   the key before it answers (`app::api_keys::forget_revoked`). A lookup
+//!   the key before it answers (`app::auth::forget_revoked`). A lookup
 //!   that raced with the deletion cannot put it back (see `generation`).
 //! - On PostgreSQL the deletion announces itself in its own statement
 //!   (`store::listen::REVOKED_CHANNEL`), and every process's listener relay

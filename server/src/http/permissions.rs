@@ -22,7 +22,6 @@ use chrono::{DateTime, Utc};
 use shipment_sdk::model::{Access, Resource};
 
 use crate::domain::keys::{self, Need};
-use crate::store::now;
 
 /// Header naming what the operation needs (`shipments: write`), on every
 /// answer to a merchant key (as GitHub's `X-Accepted-GitHub-Permissions`).
@@ -156,7 +155,7 @@ pub(crate) async fn key_headers(mut req: Request, next: Next) -> Response {
             if let Ok(value) = HeaderValue::from_str(&keys::rfc3339(at)) {
                 headers.insert(KEY_EXPIRES_AT, value);
             }
-            if let Some(warning) = keys::expiry_warning(at, now())
+            if let Some(warning) = keys::expiry_warning(at, Utc::now())
                 && let Ok(value) = HeaderValue::from_str(&warning)
             {
                 headers.insert(KEY_EXPIRY_WARNING, value);

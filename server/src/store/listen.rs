@@ -124,7 +124,7 @@ pub(crate) enum Credential {
 /// streams). So a deletion cannot be written without its caller being
 /// handed what must be forgotten, and dropping it unread is a warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "a revoked credential must be forgotten where it is remembered (`app::api_keys::forget_revoked`)"]
+#[must_use = "a revoked credential must be forgotten where it is remembered (`app::auth::forget_revoked`)"]
 pub struct Revoked(Credential);
 
 impl Revoked {

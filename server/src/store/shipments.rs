@@ -67,7 +67,7 @@ impl ShipmentRecord {
             merchant_id: self.merchant_id,
             courier_company_id: self.courier_company_id,
             status: self.status.clone(),
-            day: list::day_of(self.created_at),
+            day: day_of(self.created_at),
             delta,
         }
     }
@@ -513,7 +513,7 @@ pub(crate) struct Count {
     merchant_id: i64,
     courier_company_id: i64,
     status: String,
-    /// The UTC day of the shipment's creation (`list::day_of`).
+    /// The UTC day of the shipment's creation ([`day_of`]).
     day: i64,
     delta: i64,
 }
@@ -618,3 +618,14 @@ async fn count_wrong_code(tx: &mut Tx, shipment_id: i64) -> Result<(), StoreErro
     tx.query(sql).bind(shipment_id).execute().await?;
     Ok(())
 }
+
+/// The UTC day of `t`: days since 1970-01-01, as `shipment_counts_by_day`
+/// keeps them. Here rather than in `list`, which reads the counts, since the
+/// writes that keep them (above) need it too and `list` already builds on
+/// this module.
+pub(crate) fn day_of(t: DateTime<Utc>) -> i64 {
+    t.timestamp().div_euclid(SECONDS_PER_DAY)
+}
+
+/// Seconds in a UTC day (no leap seconds in Unix time).
+pub(super) const SECONDS_PER_DAY: i64 = 86_400;

@@ -359,7 +359,7 @@ pub(crate) async fn delete_test_merchant(
         }
     };
     for r in revoked {
-        api_keys::forget_revoked(state, r);
+        auth::forget_revoked(state, r);
     }
     // The caches' own rules (`cache/pricing.rs`, `cache/listed.rs`) hold
     // while rows are only added; this deletion removes links and shipments,

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use shipment_sdk::model::MerchantId;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, QueryBuilder, Type};
 
-use super::{Actor, ShipmentRecord};
+use super::{Actor, SECONDS_PER_DAY, ShipmentRecord, day_of};
 use crate::domain::list_query::{ListQuery, Listing, MAX_PAGE_SIZE};
 use crate::store::engine::PaddedIn;
 use crate::store::{Backend, Store, StoreError};
@@ -173,14 +173,6 @@ impl Store {
 /// every row before it with `OFFSET` (which stays for shallower pages,
 /// where it is cheaper than summing the days).
 const SEEK_FROM_OFFSET: i64 = 1_000;
-
-/// The UTC day of `t`: days since 1970-01-01, as `shipment_counts_by_day`
-/// keeps them.
-pub(crate) fn day_of(t: DateTime<Utc>) -> i64 {
-    t.timestamp().div_euclid(SECONDS_PER_DAY)
-}
-
-const SECONDS_PER_DAY: i64 = 86_400;
 
 /// The first instant of `day`.
 fn day_start(day: i64) -> DateTime<Utc> {
