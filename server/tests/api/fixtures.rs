@@ -599,6 +599,26 @@ fn the_book_shows_the_example_file() {
     );
 }
 
+/// The book's restricted and expiring keys, in the example in place of its
+/// one key, are a file the server takes.
+#[test]
+fn the_books_key_tables_are_read() {
+    let chapter = include_str!("../../../docs/src/ci.md");
+    let start = chapter
+        .find(&format!("```toml\napi_keys = [\n    \"{API_KEY}\",\n"))
+        .expect("docs/src/ci.md shows key tables")
+        + "```toml\n".len();
+    let end = start + chapter[start..].find("\n]\n").unwrap() + "\n]".len();
+    let text = EXAMPLE.replace(&format!("api_keys = [\"{API_KEY}\"]"), &chapter[start..end]);
+    let read =
+        shipment_server::harness::fixtures::parse(&text, shipment_server::Environment::Staging)
+            .unwrap_or_else(|problems| panic!("{problems:?}\n{text}"));
+    let keys = &read.merchants[0].api_keys;
+    assert_eq!(keys.len(), 4);
+    assert!(keys[1].permissions.is_some() && keys[2].expires_at.is_some());
+    assert!(keys[3].expires_at.as_ref().unwrap().value < chrono::Utc::now());
+}
+
 /// A restricted key of the file reads and is refused writes, naming the
 /// permission; a key the file declares expired is refused as expired; and
 /// applying the file again with other permissions for the key is refused.
