@@ -15,6 +15,8 @@ use std::path::Path;
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use shipment_sdk::chrono::{DateTime, Utc};
+use shipment_sdk::model::Permissions;
 use shipment_server::Environment;
 use shipment_server::FixtureError;
 use shipment_server::harness::fixtures as checked;
@@ -329,19 +331,206 @@ impl CourierFixture {
 /// A merchant: its sign-in, API keys, linked couriers, signing keys and
 /// webhooks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "MerchantEntry", into = "MerchantEntry")]
 pub struct MerchantFixture {
     name: String,
     email: String,
     password: String,
+    api_keys: Vec<ApiKeyFixture>,
+    /// The keys of `api_keys`, kept beside them for
+    /// [`MerchantFixture::api_key_values`].
+    key_values: Vec<String>,
+    couriers: Vec<String>,
+    shipment_signing_key: Option<String>,
+    webhooks: Vec<WebhookFixture>,
+}
+
+/// A merchant as the fixtures file writes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MerchantEntry {
+    name: String,
+    email: String,
+    password: String,
     #[serde(default)]
-    api_keys: Vec<String>,
+    api_keys: Vec<ApiKeyFixture>,
     #[serde(default)]
     couriers: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shipment_signing_key: Option<String>,
     #[serde(default)]
     webhooks: Vec<WebhookFixture>,
+}
+
+impl From<MerchantEntry> for MerchantFixture {
+    fn from(m: MerchantEntry) -> MerchantFixture {
+        MerchantFixture {
+            key_values: m.api_keys.iter().map(|k| k.key.clone()).collect(),
+            name: m.name,
+            email: m.email,
+            password: m.password,
+            api_keys: m.api_keys,
+            couriers: m.couriers,
+            shipment_signing_key: m.shipment_signing_key,
+            webhooks: m.webhooks,
+        }
+    }
+}
+
+impl From<MerchantFixture> for MerchantEntry {
+    fn from(m: MerchantFixture) -> MerchantEntry {
+        MerchantEntry {
+            name: m.name,
+            email: m.email,
+            password: m.password,
+            api_keys: m.api_keys,
+            couriers: m.couriers,
+            shipment_signing_key: m.shipment_signing_key,
+            webhooks: m.webhooks,
+        }
+    }
+}
+
+/// An API key of a [`MerchantFixture`]: a full key (`sk_test_`), or a
+/// restricted one (`rk_test_`) with the permissions it has, either of them
+/// with an expiry. In the fixtures file a key without permissions or
+/// expiry is its string, as before; any other is a table:
+///
+/// ```toml
+/// api_keys = [
+///     "sk_test_0123456789abcdefghijABCDEFGHIJ01",
+///     { key = "rk_test_0123456789abcdefghijABCDEFGHIJ02", permissions = { shipments = "read", couriers = "read" } },
+///     { key = "sk_test_0123456789abcdefghijABCDEFGHIJ03", expires_in = "30d" },
+/// ]
+/// ```
+///
+/// ```
+/// use shipment_sdk::model::Permissions;
+/// use shipment_testkit::{ApiKeyFixture, MerchantFixture};
+/// let merchant = MerchantFixture::new("Acme", "dev@acme.test")
+///     .api_key(ApiKeyFixture::restricted(Permissions::read_only()))
+///     .api_key(ApiKeyFixture::full().expires_in("30d"));
+/// let keys = merchant.api_key_values();
+/// assert!(keys[0].starts_with("sk_test_")); // the one `new` made
+/// assert!(keys[1].starts_with("rk_test_"));
+/// assert!(keys[2].starts_with("sk_test_"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKeyFixture {
+    key: String,
+    permissions: Option<Permissions>,
+    expires_at: Option<DateTime<Utc>>,
+    expires_in: Option<String>,
+}
+
+/// An entry of `api_keys` as written: the key alone, or a table.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum KeyEntry {
+    Plain(String),
+    Table(KeyTable),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyTable {
+    key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    permissions: Option<Permissions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_in: Option<String>,
+}
+
+impl Serialize for ApiKeyFixture {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.permissions.is_none() && self.expires_at.is_none() && self.expires_in.is_none() {
+            return KeyEntry::Plain(self.key.clone()).serialize(serializer);
+        }
+        KeyEntry::Table(KeyTable {
+            key: self.key.clone(),
+            permissions: self.permissions,
+            expires_at: self.expires_at,
+            expires_in: self.expires_in.clone(),
+        })
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ApiKeyFixture {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match KeyEntry::deserialize(deserializer)? {
+            KeyEntry::Plain(key) => ApiKeyFixture::with_key(key),
+            KeyEntry::Table(t) => ApiKeyFixture {
+                key: t.key,
+                permissions: t.permissions,
+                expires_at: t.expires_at,
+                expires_in: t.expires_in,
+            },
+        })
+    }
+}
+
+impl ApiKeyFixture {
+    /// A new full staging key (`sk_test_` + 32 base62).
+    pub fn full() -> ApiKeyFixture {
+        ApiKeyFixture::with_key(new_key(KeyKind::Merchant))
+    }
+
+    /// A new restricted staging key (`rk_test_` + 32 base62) with
+    /// `permissions` ([`Permissions::read_only`] for support staff).
+    pub fn restricted(permissions: Permissions) -> ApiKeyFixture {
+        ApiKeyFixture {
+            permissions: Some(permissions),
+            ..ApiKeyFixture::with_key(new_key(KeyKind::Restricted))
+        }
+    }
+
+    /// Exactly this key: `sk_test_` (full) or `rk_test_` (then give it
+    /// [`permissions`](Self::permissions)) + 32 base62, so a test's
+    /// configuration can name it.
+    pub fn with_key(key: impl Into<String>) -> ApiKeyFixture {
+        ApiKeyFixture {
+            key: key.into(),
+            permissions: None,
+            expires_at: None,
+            expires_in: None,
+        }
+    }
+
+    /// What a restricted key may do (resources left out: `none`).
+    pub fn permissions(mut self, permissions: Permissions) -> ApiKeyFixture {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// The key stops working at `at`: at most 366 days after the server
+    /// starts; a time already past makes a key that starts expired, for a
+    /// test of what an expired key is answered.
+    pub fn expires_at(mut self, at: DateTime<Utc>) -> ApiKeyFixture {
+        self.expires_at = Some(at);
+        self.expires_in = None;
+        self
+    }
+
+    /// The key stops working this long after the server starts: `90m`,
+    /// `12h`, `30d`, `4w` (the server checks it, as in a file).
+    pub fn expires_in(mut self, lifetime: impl Into<String>) -> ApiKeyFixture {
+        self.expires_in = Some(lifetime.into());
+        self.expires_at = None;
+        self
+    }
+
+    /// The key itself.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// A restricted key's permissions; `None` for a full key.
+    pub fn permissions_value(&self) -> Option<&Permissions> {
+        self.permissions.as_ref()
+    }
 }
 
 /// A webhook of a merchant, registered with a known signing key.
@@ -360,11 +549,13 @@ impl MerchantFixture {
             name: name.into(),
             email: email.into(),
             password: random_token("pw_").expose().to_owned(),
-            api_keys: vec![new_key(KeyKind::Merchant)],
+            api_keys: Vec::new(),
+            key_values: Vec::new(),
             couriers: Vec::new(),
             shipment_signing_key: None,
             webhooks: Vec::new(),
         }
+        .api_key(ApiKeyFixture::full())
     }
 
     /// Its dashboard password.
@@ -385,8 +576,29 @@ impl MerchantFixture {
         mut self,
         keys: I,
     ) -> MerchantFixture {
-        self.api_keys = keys.into_iter().map(Into::into).collect();
+        self.api_keys = keys.into_iter().map(ApiKeyFixture::with_key).collect();
+        self.key_values = self.api_keys.iter().map(|k| k.key.clone()).collect();
         self
+    }
+
+    /// Adds an API key: a restricted or expiring one
+    /// ([`ApiKeyFixture::restricted`], [`ApiKeyFixture::expires_in`]), after
+    /// those it has.
+    pub fn api_key(mut self, key: ApiKeyFixture) -> MerchantFixture {
+        self.key_values.push(key.key.clone());
+        self.api_keys.push(key);
+        self
+    }
+
+    /// Adds a new restricted key with `permissions`: shorthand for
+    /// `.api_key(ApiKeyFixture::restricted(permissions))`.
+    pub fn restricted_key(self, permissions: Permissions) -> MerchantFixture {
+        self.api_key(ApiKeyFixture::restricted(permissions))
+    }
+
+    /// Its API keys with their permissions and expiry.
+    pub fn api_key_fixtures(&self) -> &[ApiKeyFixture] {
+        &self.api_keys
     }
 
     /// Its shipment signing key (`whsec_` + 32 base62), for deliveries to
@@ -417,7 +629,7 @@ impl MerchantFixture {
 
     /// Its API keys.
     pub fn api_key_values(&self) -> &[String] {
-        &self.api_keys
+        &self.key_values
     }
 }
 

@@ -134,8 +134,8 @@ pub use app::{Fixture, TestApp, assert_problem, send};
 pub use ca::{LocalCa, ca};
 pub use db::{Db, FreshDb, TEST_DATABASE_URL};
 pub use fixtures::{
-    BUILT_IN_CODE, CourierFixture, DEFAULT_COURIER, DEFAULT_PASSWORD, Fixtures, MerchantFixture,
-    TOML_TEXT, new_signing_key,
+    ApiKeyFixture, BUILT_IN_CODE, CourierFixture, DEFAULT_COURIER, DEFAULT_PASSWORD, Fixtures,
+    MerchantFixture, TOML_TEXT, new_signing_key,
 };
 pub use inbox::{DELIVERY_ID_HEADER, Delivery, WebhookInbox};
 pub use merchant::TestMerchant;

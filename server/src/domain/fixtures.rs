@@ -27,20 +27,25 @@
 //!   the file. Apart because its reason is different (a secret pasted in
 //!   the wrong place must not reach a log) and it is tested on its own.
 
-use shipment_sdk::model::WebhookUrl;
+use chrono::{DateTime, Utc};
+use shipment_sdk::model::{Permissions, WebhookUrl};
 
 use super::keys::Secret;
 
 mod check;
 mod reader;
 
-pub use check::parse;
+pub use check::{parse, parse_at};
 
 /// Longest fixtures file, in bytes (1 MiB): a file is read up to this and
 /// refused past it, never read whole first.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
 /// Longest courier, driver or merchant name (as the courier routes take).
 pub const MAX_NAME: usize = 500;
+/// The units `expires_in` takes (`90m`, `12h`, `30d`, `4w`), each with its
+/// length in minutes.
+pub const EXPIRES_IN_UNITS: [(char, i64); 4] =
+    [('m', 1), ('h', 60), ('d', 24 * 60), ('w', 7 * 24 * 60)];
 /// Fees of a courier that does not name them, as `admin create-courier`:
 /// 5.00 + 1.00 per kg + 0.10 per km, in minor units.
 pub const DEFAULT_FEES: [i64; 3] = [500, 100, 10];
@@ -95,14 +100,29 @@ pub struct Merchant {
     pub email: At<String>,
     /// Sign-in password.
     pub password: At<Secret>,
-    /// API keys, exactly these values.
-    pub api_keys: Vec<At<Secret>>,
+    /// API keys, exactly these values, with their terms.
+    pub api_keys: Vec<ApiKey>,
     /// Names of courier companies of this file to link, each once.
     pub couriers: Vec<At<String>>,
     /// The shipment signing key, if the file gives one.
     pub shipment_signing_key: Option<At<Secret>>,
     /// Webhooks, matched by URL.
     pub webhooks: Vec<Webhook>,
+}
+
+/// An API key of a merchant: a full key (`sk_`), or a restricted one
+/// (`rk_`) with its permissions; either may expire.
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    /// The key, exactly this value.
+    pub key: At<Secret>,
+    /// A restricted key's permissions (checked as `POST /api-keys` checks
+    /// them); `None` for a full key.
+    pub permissions: Option<At<Permissions>>,
+    /// When the key stops working: `expires_at` as written, or `expires_in`
+    /// after the time the file was read. It may be past already: a test
+    /// may start with an expired key.
+    pub expires_at: Option<At<DateTime<Utc>>>,
 }
 
 /// A webhook of a merchant.

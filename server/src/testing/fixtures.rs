@@ -26,7 +26,7 @@ use subtle::ConstantTimeEq as _;
 
 use crate::app::{AppState, auth};
 use crate::domain::fee::from_minor_units;
-use crate::domain::fixtures::{self, At, Courier, Merchant, Problem};
+use crate::domain::fixtures::{self, ApiKey, At, Courier, Merchant, Problem};
 use crate::domain::keys::{self, KeyKind, Secret};
 use crate::store::{StoreError, Tx};
 
@@ -490,15 +490,27 @@ impl Applying<'_> {
         &mut self,
         tx: &mut Tx,
         merchant_id: MerchantId,
-        key: &At<Secret>,
+        declared: &ApiKey,
     ) -> Result<(), FixtureError> {
+        let key = &declared.key;
         let digest = keys::digest(key.value.expose());
+        let permissions = declared.permissions.as_ref().map(|p| p.value);
         match tx
             .find_key(KeyKind::Merchant, &digest)
             .await
             .map_err(|e| self.store(e))?
         {
-            Some(owner) if owner.owner_id == merchant_id.get() => Ok(()),
+            // The key's expiry is left as it is: `expires_in` counts from
+            // when the key was made, not from every start.
+            Some(owner)
+                if owner.owner_id == merchant_id.get() && owner.permissions.0 == permissions =>
+            {
+                Ok(())
+            }
+            Some(owner) if owner.owner_id == merchant_id.get() => Err(self.conflict(
+                declared.permissions.as_ref().map_or(key.line, |p| p.line),
+                "`api_keys`: this key exists with other permissions",
+            )),
             Some(owner) => Err(self.conflict(
                 key.line,
                 format!(
@@ -512,7 +524,10 @@ impl Applying<'_> {
                     API_KEY_NAME,
                     &key.value,
                     self.state.environment,
-                    &keys::KeyTerms::default(),
+                    &keys::KeyTerms {
+                        permissions,
+                        expires_at: declared.expires_at.as_ref().map(|at| at.value),
+                    },
                 )
                 .await
                 .map_err(|e| self.store(e))?;

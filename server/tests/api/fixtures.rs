@@ -1,7 +1,8 @@
 //! Declared fixtures (`--fixtures FILE`): the book's example applied and
 //! working end to end, applied again without making anything twice, every
-//! refusal naming its line, nothing half-applied, and `sqlite::memory:`;
-//! each on SQLite and PostgreSQL. The binary's `serve --fixtures`, `demo
+//! refusal naming its line, nothing half-applied, `sqlite::memory:`, and
+//! a file's restricted and expired keys held to their terms; each on
+//! SQLite and PostgreSQL. The binary's `serve --fixtures`, `demo
 //! --fixtures` and `admin apply-fixtures` are in `fixtures/binary.rs`.
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ shipment_testkit::db_tests!(
     a_file_over_one_mib_is_refused_without_being_read_whole,
     a_file_the_database_disagrees_with_is_refused_whole,
     processes_starting_at_once_make_everything_once,
+    restricted_and_expired_keys_of_the_file_are_held_to_their_terms,
 );
 
 /// A fixtures file in a temporary directory.
@@ -595,4 +597,106 @@ fn the_book_shows_the_example_file() {
         chapter.contains(&format!("```toml\n{body}```")),
         "docs/src/ci.md's \"Declared fixtures\" must show server/fixtures/example.toml"
     );
+}
+
+/// The book's restricted and expiring keys, in the example in place of its
+/// one key, are a file the server takes.
+#[test]
+fn the_books_key_tables_are_read() {
+    let chapter = include_str!("../../../docs/src/ci.md");
+    let start = chapter
+        .find(&format!("```toml\napi_keys = [\n    \"{API_KEY}\",\n"))
+        .expect("docs/src/ci.md shows key tables")
+        + "```toml\n".len();
+    let end = start + chapter[start..].find("\n]\n").unwrap() + "\n]".len();
+    let text = EXAMPLE.replace(&format!("api_keys = [\"{API_KEY}\"]"), &chapter[start..end]);
+    let read =
+        shipment_server::harness::fixtures::parse(&text, shipment_server::Environment::Staging)
+            .unwrap_or_else(|problems| panic!("{problems:?}\n{text}"));
+    let keys = &read.merchants[0].api_keys;
+    assert_eq!(keys.len(), 4);
+    assert!(keys[1].permissions.is_some() && keys[2].expires_at.is_some());
+    assert!(keys[3].expires_at.as_ref().unwrap().value < chrono::Utc::now());
+}
+
+/// A restricted key of the file reads and is refused writes, naming the
+/// permission; a key the file declares expired is refused as expired; and
+/// applying the file again with other permissions for the key is refused.
+async fn restricted_and_expired_keys_of_the_file_are_held_to_their_terms(db: Db) {
+    const RESTRICTED: &str = "rk_test_Rk7fixturesReadOnly0000000000000";
+    const EXPIRED: &str = "sk_test_Sk7fixturesExpired00000000000000";
+    let keys = |permissions: &str| {
+        format!(
+            "api_keys = [\n  \"{API_KEY}\",\n  {{ key = \"{RESTRICTED}\", permissions = \
+             {{ {permissions} }}, expires_in = \"30d\" }},\n  {{ key = \"{EXPIRED}\", \
+             expires_at = \"2026-01-01T00:00:00Z\" }},\n]"
+        )
+    };
+    let declared = format!("api_keys = [\"{API_KEY}\"]");
+    assert!(EXAMPLE.contains(&declared));
+    let text = EXAMPLE.replace(
+        &declared,
+        &keys("shipments = \"read\", couriers = \"read\""),
+    );
+    let file = FixturesFile::new(&text);
+    let Some(app) = TestApp::spawn_with(db, with_fixtures(&file.path)).await else {
+        return;
+    };
+    let (status, couriers) = send(app.req(Method::GET, "/merchant-couriers", RESTRICTED)).await;
+    assert_eq!(status, StatusCode::OK, "{couriers}");
+    let courier_id = couriers["data"][0]["id"].clone();
+    let body = json!({"courier_company_id": courier_id});
+    let (status, shipment) = send(app.req(Method::POST, "/shipments", API_KEY).json(&body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{shipment}");
+    let (status, list) = send(app.req(Method::GET, "/shipments", RESTRICTED)).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["data"][0]["code"], shipment["code"]);
+
+    let refused = send(app.req(Method::POST, "/shipments", RESTRICTED).json(&body)).await;
+    let problem = shipment_testkit::assert_problem(&refused, 403, "insufficient_permission");
+    assert_eq!(problem["required_permission"], "shipments: write");
+
+    // Its terms as the key sees them: restricted, expiring 30 days after
+    // the start.
+    let (status, current) = send(app.req(Method::GET, "/api-keys/current", RESTRICTED)).await;
+    assert_eq!(status, StatusCode::OK, "{current}");
+    assert_eq!(current["prefix"], "rk_test_");
+    assert_eq!(
+        current["permissions"],
+        json!({"shipments": "read", "couriers": "read", "listen": "none", "testing": "none"})
+    );
+    let expires_at: chrono::DateTime<chrono::Utc> =
+        current["expires_at"].as_str().unwrap().parse().unwrap();
+    let in_30_days = chrono::Utc::now() + chrono::Duration::days(30);
+    assert!(
+        (in_30_days - expires_at).num_seconds().abs() < 120,
+        "{current}"
+    );
+
+    let expired = send(app.req(Method::GET, "/shipments", EXPIRED)).await;
+    let problem = shipment_testkit::assert_problem(&expired, 401, "api_key_expired");
+    assert_eq!(
+        problem["detail"],
+        "this API key expired at 2026-01-01T00:00:00Z"
+    );
+
+    // Applied again unchanged: nothing new, the expiry as first made.
+    let before = counts(&app.store).await;
+    apply_again(&app.database_url, &file.path).await.unwrap();
+    assert_eq!(counts(&app.store).await, before);
+    let (_, again) = send(app.req(Method::GET, "/api-keys/current", RESTRICTED)).await;
+    assert_eq!(again["expires_at"], current["expires_at"]);
+    // Other permissions for the same key: refused whole, naming the line.
+    let changed = FixturesFile::new(&EXAMPLE.replace(&declared, &keys("shipments = \"write\"")));
+    let err = apply_again(&app.database_url, &changed.path)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("line 24: ") && err.contains("exists with other permissions"),
+        "{err}"
+    );
+    assert!(!err.contains(RESTRICTED), "{err}");
+    let (status, _) = send(app.req(Method::POST, "/shipments", RESTRICTED).json(&body)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
 }
