@@ -13,14 +13,14 @@
 # dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=$(cargo metadata --no-deps --format-version 1 |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+metadata=$(cargo metadata --no-deps --format-version 1)
+target=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
 
 # Every member that may be published, as name@version (`publish = false`
 # ones are left out).
-published=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+published=$(python3 -c '
 import json, sys
-print(" ".join(p["name"] + "@" + p["version"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
+print(" ".join(p["name"] + "@" + p["version"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))' <<<"$metadata")
 echo "publishable: $published"
 packages=()
 for crate in $published; do packages+=(-p "${crate%@*}"); done
