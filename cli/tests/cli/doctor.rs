@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use shipment_testkit::{Fixture, TestApp, WebhookReceiver, db_tests};
 
-use crate::helpers::{Run, Shipctl};
+use crate::helpers::{Run, Shipctl, signed_in};
 
 db_tests!(
     everything_passes_for_a_signed_in_merchant,
@@ -48,20 +48,6 @@ const FILTERS: &[(&str, &str)] = &[
     (r"localhost:\d+", "localhost:[PORT]"),
     (r"whsec_\.\.\.[0-9A-Za-z]{4}", "whsec_...[LST4]"),
 ];
-
-/// A `shipctl` at `server`, signed in as the fixture's merchant.
-async fn signed_in(server: &TestApp, f: &Fixture) -> Shipctl {
-    let shipctl = Shipctl::new().env("SHIPCTL_BASE_URL", &server.base);
-    let (email, password) = f.credentials();
-    shipctl
-        .run_with_stdin_async(
-            &["login", "--email", &email, "--password-stdin"],
-            password.as_bytes(),
-        )
-        .await
-        .ok();
-    shipctl
-}
 
 /// Creates a shipment with the fixture's key and moves it to delivered:
 /// four changes, so four deliveries to each webhook.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use shipment_testkit::{Fixture, TestApp};
 use tempfile::TempDir;
 
 /// The binary under test.
@@ -253,4 +254,18 @@ pub fn vectors_path() -> PathBuf {
 /// vectors).
 pub fn standard_vectors_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/standard-webhooks.json")
+}
+
+/// A `shipctl` at `server`, signed in as the fixture's merchant.
+pub async fn signed_in(server: &TestApp, f: &Fixture) -> Shipctl {
+    let shipctl = Shipctl::new().env("SHIPCTL_BASE_URL", &server.base);
+    let (email, password) = f.credentials();
+    shipctl
+        .run_with_stdin_async(
+            &["login", "--email", &email, "--password-stdin"],
+            password.as_bytes(),
+        )
+        .await
+        .ok();
+    shipctl
 }

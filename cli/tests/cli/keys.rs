@@ -6,9 +6,9 @@
 //! before anything is sent.
 
 use serde_json::Value;
-use shipment_testkit::{Fixture, TestApp, db_tests, send};
+use shipment_testkit::{TestApp, db_tests, send};
 
-use crate::helpers::{Run, Shipctl};
+use crate::helpers::{Run, Shipctl, signed_in};
 use crate::snapshot;
 
 db_tests!(
@@ -16,20 +16,6 @@ db_tests!(
     a_read_only_key_reads_and_is_refused_every_write_with_the_permission_named,
     a_key_near_its_expiry_warns_once_per_run_then_is_refused_as_expired,
 );
-
-/// A `shipctl` at `server`, signed in as the fixture's merchant.
-async fn signed_in(server: &TestApp, f: &Fixture) -> Shipctl {
-    let shipctl = Shipctl::new().env("SHIPCTL_BASE_URL", &server.base);
-    let (email, password) = f.credentials();
-    shipctl
-        .run_with_stdin_async(
-            &["login", "--email", &email, "--password-stdin"],
-            password.as_bytes(),
-        )
-        .await
-        .ok();
-    shipctl
-}
 
 /// A `shipctl` at `server` with `key` in its default profile and no
 /// session: what support staff are given.
