@@ -65,7 +65,9 @@ async fn list_keys(
     request_body(
         content = Option<CreateApiKey>,
         description = "Optional: without it (or without `name`) the server names the key",
-        example = json!({"name": "support", "permissions": {"shipments": "read", "couriers": "read"}, "expires_at": "2027-01-01T00:00:00Z"})
+        // Every resource named, as `Permissions` requires: the server
+        // takes a missing one as `none`, but an example must match the schema.
+        example = json!({"name": "support", "permissions": {"shipments": "read", "couriers": "read", "listen": "none", "testing": "none"}, "expires_at": "2027-01-01T00:00:00Z"})
     ),
     responses(
         (status = 201, description = "Created", body = NewApiKey),
