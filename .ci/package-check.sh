@@ -58,8 +58,12 @@ done
 } >"$scratch/Cargo.toml"
 # The versions the repository tested with.
 cp Cargo.lock "$scratch/"
+# Linted as well as checked: each crate builds here with its default
+# features only, as a user's build does (the server without `otlp`), which
+# the workspace's lint step (--all-features) does not see; clippy's
+# dependencies are plain checks, shared with a `cargo check`.
 for crate in $published; do
-  echo "checking ${crate%@*} from its package"
-  (cd "$scratch" && cargo check --quiet -p "${crate%@*}" --lib --bins)
+  echo "checking and linting ${crate%@*} from its package"
+  (cd "$scratch" && cargo clippy --quiet -p "${crate%@*}" --lib --bins -- -D warnings)
 done
-echo "every package checks from its packaged files alone"
+echo "every package checks, and passes clippy, from its packaged files alone"
