@@ -19,10 +19,23 @@ A redelivery range is the third: two `format: date-time` fields, and the
 service refuses a `failed_until` before `failed_since` with 400 (a range
 that cannot match is more likely a mistake than a wish). When both are
 valid instants in that order, they are swapped.
+
+A list's `cursor` is the fourth: an opaque string of 1 to 200 characters
+that only the server makes, bound to the filters and the account it was
+made for, so any other is 400 (`invalid_field`, `cursor`). A generated one
+that the document allows is left out of the query, so the rest of the
+request is still tested; one the document forbids (empty, too long) is
+sent, for the negative tests. Cursors the server made are walked by the
+integration tests (server/tests/api/lists.rs).
+
+A key's `expires_at` is the fifth: `format: date-time`, and the service
+takes only an instant in the future and at most 366 days ahead (400
+otherwise, as the operation's description says). A valid instant outside
+that window becomes one 30 days ahead.
 """
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit, urlunsplit
 
 import schemathesis
@@ -51,6 +64,25 @@ def before_call(context, case, kwargs):
     _fixture_ids(case.body)
     _webhook_urls(case.body)
     _redelivery_range(case.body)
+    _cursor(case.query)
+    _key_expiry(case.body)
+
+
+def _key_expiry(body):
+    if isinstance(body, dict):
+        expires_at = _instant(body.get("expires_at"))
+        if expires_at is None or expires_at.tzinfo is None:
+            return
+        now = datetime.now(timezone.utc)
+        if not now < expires_at <= now + timedelta(days=366):
+            body["expires_at"] = (now + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _cursor(query):
+    if isinstance(query, dict):
+        value = query.get("cursor")
+        if isinstance(value, str) and 1 <= len(value) <= 200:
+            del query["cursor"]
 
 
 def _instant(value):

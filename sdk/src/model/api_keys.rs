@@ -316,16 +316,55 @@ impl fmt::Display for Access {
     feature = "openapi",
     schema(example = json!({"shipments": "read", "couriers": "read", "listen": "none", "testing": "none"}))
 )]
+// What a name that is not a resource gets in a request (400), said in the
+// schema (`additionalProperties: false`); the Deserialize impl refuses it.
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
+// Each field is optional in the schema because a request may leave a
+// resource out (it is then `none`); every answer names all of them.
 pub struct Permissions {
     /// `none`, `read` or `write`.
+    #[cfg_attr(feature = "openapi", schema(required = false))]
     pub shipments: Access,
     /// `none` or `read`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = false, schema_with = access_schema::none_or_read)
+    )]
     pub couriers: Access,
     /// `none`, `read` or `write`.
+    #[cfg_attr(feature = "openapi", schema(required = false))]
     pub listen: Access,
     /// `none` or `write`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = false, schema_with = access_schema::none_or_write)
+    )]
     pub testing: Access,
+}
+
+/// The levels the resources with fewer than [`Access`]'s three have, as the
+/// document's schema: a generated client (or a property-based test) then
+/// never offers a level the server refuses.
+#[cfg(feature = "openapi")]
+mod access_schema {
+    use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
+
+    fn levels(levels: [&str; 2]) -> Object {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(levels))
+            .description(Some(format!("`{}` or `{}`.", levels[0], levels[1])))
+            .build()
+    }
+
+    pub(super) fn none_or_read() -> Object {
+        levels(["none", "read"])
+    }
+
+    pub(super) fn none_or_write() -> Object {
+        levels(["none", "write"])
+    }
 }
 
 impl Permissions {

@@ -65,8 +65,6 @@ async fn list_keys(
     request_body(
         content = Option<CreateApiKey>,
         description = "Optional: without it (or without `name`) the server names the key",
-        // Every resource named, as `Permissions` requires: the server
-        // takes a missing one as `none`, but an example must match the schema.
         example = json!({"name": "support", "permissions": {"shipments": "read", "couriers": "read", "listen": "none", "testing": "none"}, "expires_at": "2027-01-01T00:00:00Z"})
     ),
     responses(
