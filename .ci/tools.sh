@@ -24,7 +24,7 @@ cargo_tool() {
   local command=$1 crate=$2 version=$3 start=$SECONDS
   shift 3
   # shellcheck disable=SC2086 # "cargo deny" is a command and its subcommand
-  if ! $command --version 2>/dev/null | grep -qF " $version"; then
+  if ! $command --version 2>/dev/null | grep -qE " v?${version//./\\.}\$"; then
     CARGO_TARGET_DIR="${CI_TOOLS_TARGET_DIR:-${TMPDIR:-/tmp}/shipment-ci-tools}" \
       nice -n 19 cargo install --quiet --debug --locked "$crate" --version "$version" "$@"
     echo "installed $crate $version in $((SECONDS - start)) s"
