@@ -43,7 +43,8 @@ work="$(mktemp -d)"
 admin_url="${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 db=""
 cleanup() {
-  kill "${server_pid:-0}" 2>/dev/null || true
+  # Never `kill 0`: that is every process in the group, a caller's too.
+  if [ -n "${server_pid:-}" ]; then kill "$server_pid" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ -n "$db" ]; then psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; fi
   rm -rf "$work"
@@ -144,7 +145,7 @@ end
 LUA
   echo "deep alone:       $(wrk -t1 -c1 -d"$DURATION" --latency -s "$work/deep.lua" "$base/shipments" | latency)"
   echo "deep under load:  $(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$work/deep.lua" "$base/shipments" | latency)"
-  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=0
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 done
 
 set -- $SIZES

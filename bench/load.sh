@@ -42,7 +42,7 @@ else
   bin="$PWD/target/release/shipment-server"
 fi
 work="$(mktemp -d)"
-trap 'kill "${server_pid:-0}" ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${server_pid:-} ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
 case "$backend" in
   sqlite) export DATABASE_URL="sqlite://$work/bench.db" ;;
@@ -50,7 +50,7 @@ case "$backend" in
     admin_url="${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
     db="shipments_bench_$$"
     psql -q "$admin_url" -c "CREATE DATABASE $db"
-    trap 'kill "${server_pid:-0}" ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; rm -rf "$work"' EXIT
+    trap 'kill ${server_pid:-} ${sink_pid:-} 2>/dev/null || true; wait 2>/dev/null || true; psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"; rm -rf "$work"' EXIT
     export DATABASE_URL="${admin_url%/*}/$db" ;;
   *) echo "usage: $0 sqlite|postgres" >&2; exit 2 ;;
 esac
