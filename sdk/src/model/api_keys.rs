@@ -329,7 +329,7 @@ pub struct Permissions {
     /// `none` or `read`.
     #[cfg_attr(
         feature = "openapi",
-        schema(required = false, schema_with = access_schema::none_or_read)
+        schema(required = false, schema_with = access_schema::couriers)
     )]
     pub couriers: Access,
     /// `none`, `read` or `write`.
@@ -338,32 +338,36 @@ pub struct Permissions {
     /// `none` or `write`.
     #[cfg_attr(
         feature = "openapi",
-        schema(required = false, schema_with = access_schema::none_or_write)
+        schema(required = false, schema_with = access_schema::testing)
     )]
     pub testing: Access,
 }
 
-/// The levels the resources with fewer than [`Access`]'s three have, as the
-/// document's schema: a generated client (or a property-based test) then
-/// never offers a level the server refuses.
+/// The levels the resources with fewer than [`Access`]'s three have
+/// ([`Resource::levels`]), as the document's schema: a generated client (or
+/// a property-based test) then never offers a level the server refuses.
 #[cfg(feature = "openapi")]
 mod access_schema {
     use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
-    fn levels(levels: [&str; 2]) -> Object {
+    use super::Resource;
+
+    fn levels(resource: Resource) -> Object {
+        let names: Vec<&str> = resource.levels().iter().map(|a| a.name()).collect();
+        let quoted: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
         ObjectBuilder::new()
             .schema_type(Type::String)
-            .enum_values(Some(levels))
-            .description(Some(format!("`{}` or `{}`.", levels[0], levels[1])))
+            .enum_values(Some(names))
+            .description(Some(format!("{}.", quoted.join(" or "))))
             .build()
     }
 
-    pub(super) fn none_or_read() -> Object {
-        levels(["none", "read"])
+    pub(super) fn couriers() -> Object {
+        levels(Resource::Couriers)
     }
 
-    pub(super) fn none_or_write() -> Object {
-        levels(["none", "write"])
+    pub(super) fn testing() -> Object {
+        levels(Resource::Testing)
     }
 }
 
